@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package flexcsi needs to build, test and run its demo.
+# Idempotent: asks apt only for what is missing, so a second run costs a second.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ninja-build
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev
+  libsqlite3-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  e2fsprogs xfsprogs util-linux mount
+  clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

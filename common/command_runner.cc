@@ -1,0 +1,125 @@
+#include "common/command_runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/filesystem.hpp>
+#include <boost/process.hpp>
+#include <condition_variable>
+#include <iterator>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+namespace flexcsi {
+
+namespace bp = boost::process;
+
+namespace {
+
+// Resolves argv[0] to an executable path; empty when it cannot be found.
+boost::filesystem::path ResolveExecutable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return boost::filesystem::path(name);
+  boost::filesystem::path found = bp::search_path(name);
+  if (!found.empty()) return found;
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    boost::filesystem::path candidate = boost::filesystem::path(dir) / name;
+    boost::system::error_code ec;
+    if (boost::filesystem::is_regular_file(candidate, ec) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return {};
+}
+
+std::string ReadAll(bp::ipstream& stream) {
+  return std::string(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
+}
+
+std::string Trimmed(const std::string& s) {
+  size_t end = s.find_last_not_of(" \t\r\n");
+  return end == std::string::npos ? std::string() : s.substr(0, end + 1);
+}
+
+}  // namespace
+
+std::string CommandLineForDisplay(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& arg : argv) {
+    if (!line.empty()) line += ' ';
+    line += arg;
+  }
+  return line;
+}
+
+StatusOr<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv,
+                                          std::chrono::milliseconds timeout) {
+  if (argv.empty()) return InvalidArgument("empty command line");
+  boost::filesystem::path exe = ResolveExecutable(argv[0]);
+  if (exe.empty()) return NotFound("command not found: " + argv[0]);
+  std::vector<std::string> args(argv.begin() + 1, argv.end());
+
+  bp::ipstream out_stream;
+  bp::ipstream err_stream;
+  std::error_code start_error;
+  bp::child child(exe, bp::args(args), bp::std_in<bp::null, bp::std_out> out_stream,
+                  bp::std_err > err_stream, start_error);
+  if (start_error) {
+    return Internal("cannot start " + CommandLineForDisplay(argv) + ": " + start_error.message());
+  }
+
+  // The watchdog kills the child when the deadline passes. It may only signal while the child is
+  // unreaped (finished == false), because after waitpid the pid could belong to someone else.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  bool timed_out = false;
+  const pid_t pid = child.id();
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, timeout, [&] { return finished; })) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+    }
+  });
+
+  CommandOutput output;
+  std::thread stderr_reader([&] { output.stderr_text = ReadAll(err_stream); });
+  output.stdout_text = ReadAll(out_stream);
+  stderr_reader.join();
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+
+  std::error_code wait_error;
+  child.wait(wait_error);
+  if (timed_out) {
+    return DeadlineExceeded(CommandLineForDisplay(argv) + " did not finish within " +
+                            std::to_string(timeout.count()) + " ms and was killed");
+  }
+  if (wait_error) {
+    return Internal("waiting for " + CommandLineForDisplay(argv) + ": " + wait_error.message());
+  }
+  output.exit_code = child.exit_code();
+  return output;
+}
+
+StatusOr<std::string> RunCommand(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout) {
+  StatusOr<CommandOutput> result = RunCommandCapture(argv, timeout);
+  if (!result.ok()) return result.status();
+  if (result->exit_code != 0) {
+    std::string detail = Trimmed(result->stderr_text);
+    if (detail.empty()) detail = Trimmed(result->stdout_text);
+    return Internal(CommandLineForDisplay(argv) + " failed with exit code " +
+                    std::to_string(result->exit_code) + (detail.empty() ? "" : ": " + detail));
+  }
+  return std::move(result->stdout_text);
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,40 @@
+// Runs an external tool (losetup, mkfs.ext4, blkid, resize2fs, ...) as a child process, never
+// through a shell: arguments travel as a vector, so nothing in them is ever interpreted.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace flexcsi {
+
+// What a finished command left behind.
+struct CommandOutput {
+  int exit_code = -1;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Generous enough for mkfs on a slow disk; callers with better knowledge pass their own.
+constexpr std::chrono::milliseconds kDefaultCommandTimeout = std::chrono::seconds(120);
+
+// Runs argv[0] with the remaining elements as its arguments. argv[0] without a '/' is looked up
+// in PATH and then in /usr/sbin, /sbin, /usr/bin, /bin (tools like losetup live in sbin, which a
+// daemon's PATH may lack). Returns the output whatever the exit code; fails only when the
+// command could not be started (NOT_FOUND / INTERNAL) or ran past `timeout`, in which case it is
+// killed and DEADLINE_EXCEEDED is returned.
+StatusOr<CommandOutput> RunCommandCapture(
+    const std::vector<std::string>& argv,
+    std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+
+// Like RunCommandCapture, but a non-zero exit is an INTERNAL error whose message names the
+// command and carries its stderr. On success returns the command's stdout.
+StatusOr<std::string> RunCommand(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+
+// "losetup -f --show /x": argv joined for messages and logs (not for execution).
+std::string CommandLineForDisplay(const std::vector<std::string>& argv);
+
+}  // namespace flexcsi

@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   e2fsprogs xfsprogs util-linux mount
   clang libclang-rt-14-dev
+  prometheus python3-kubernetes python3-yaml
 )
 
 missing=()

@@ -1,0 +1,113 @@
+// The world a kubelet scenario runs in: a temp dir holding a kubelet root, a volume plugin dir
+// with flexexec installed as flexcsi~loopback/loopback, a real csi-loopback driver and a real
+// flexcsi-bridge daemon, all children of the test process and so inside its private mount
+// namespace. Everything it creates (processes, mounts, loop devices, files) is removed by
+// Cleanup(), which the destructor calls, so a failing test leaks nothing either.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/kubelet/kubelet_caller.h"
+
+namespace flexcsi {
+namespace kubelet {
+
+inline constexpr const char* kTestDriver = "flexcsi/loopback";
+inline constexpr const char* kTestCsiDriver = "loopback.csi.flexcsi.io";
+inline constexpr const char* kTestNode = "node-1";
+
+struct EnvOptions {
+  bool flex_attach = true;            // capability attach of the FlexVolume driver
+  bool csi_controller_attach = true;  // false: csi-loopback --no-attach
+  bool csi_stage_unstage = true;      // false: csi-loopback --no-stage-unstage
+};
+
+// A child process with its output going to a log file.
+class ChildProcess {
+ public:
+  ~ChildProcess() { Kill(SIGKILL); }
+  ::testing::AssertionResult Start(const std::vector<std::string>& argv,
+                                   const std::string& log_path);
+  // Sends `sig` and reaps the child (SIGKILL after 5 s if `sig` did not end it).
+  void Kill(int sig);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class TestEnvironment {
+ public:
+  explicit TestEnvironment(EnvOptions options = {});
+  ~TestEnvironment();
+
+  // Creates the temp dir, installs flexexec, starts csi-loopback and the bridge, waits for
+  // both sockets. Refuses to run in the host's mount namespace.
+  ::testing::AssertionResult Start();
+  void Cleanup();
+
+  ::testing::AssertionResult StartBridge();
+  void KillBridge(int sig = SIGKILL);
+  ::testing::AssertionResult RestartBridge(int sig = SIGKILL);
+  ::testing::AssertionResult StartDriver();
+  void KillDriver(int sig = SIGKILL);
+  ::testing::AssertionResult RestartDriver(int sig = SIGKILL);
+
+  // CreateVolume straight to csi-loopback over gRPC; returns the volume id or "" with a
+  // test failure recorded.
+  std::string CreateVolume(const std::string& name, int64_t bytes, const std::string& fs_type);
+  // A FlexVolume source for a created volume (options.volumeID set).
+  FlexVolumeSource VolumeSource(const std::string& pv_name, const std::string& volume_id) const;
+  PodInfo Pod(const std::string& name) const;
+
+  // The bridge's bridge.state reply (the FlexVolume reply object, with the record arrays).
+  nlohmann::json BridgeState(std::string* error = nullptr) const;
+  size_t BridgeRecordCount() const;
+  // Mount points below the temp dir (deepest last), from /proc/self/mountinfo.
+  std::vector<std::string> MountsUnderRoot() const;
+  // Loop devices whose backing file lies below the temp dir.
+  std::vector<std::string> LoopDevicesUnderRoot() const;
+  // Every published/staged record of the bridge is a mount point and every mount below the
+  // kubelet root has a record. Empty string when consistent, otherwise what differs.
+  std::string RecordsVersusMountTable() const;
+
+  std::string ReadBridgeLog() const;
+  std::string ReadFile(const std::string& path) const;
+
+  KubeletCaller& caller() { return *caller_; }
+  const std::string& root() const { return root_; }
+  const std::string& kubelet_root() const { return kubelet_root_; }
+  const std::string& bridge_socket() const { return bridge_socket_; }
+  const std::string& state_db() const { return state_db_; }
+  const std::string& bridge_config_path() const { return bridge_config_; }
+  const std::string& csi_state_dir() const { return csi_state_dir_; }
+
+ private:
+  ::testing::AssertionResult WaitForSocket(const std::string& path, const ChildProcess& child,
+                                           const std::string& log, const std::string& what);
+
+  EnvOptions options_;
+  std::string root_, kubelet_root_, plugin_dir_, bridge_socket_, csi_socket_, state_db_;
+  std::string bridge_config_, bridge_log_, driver_log_, csi_state_dir_;
+  ChildProcess bridge_, driver_;
+  std::unique_ptr<KubeletCaller> caller_;
+  int bridge_starts_ = 0, driver_starts_ = 0;
+};
+
+// True when this process runs in a mount namespace other than PID 1's; the tests mount for real
+// and must never do so in the host namespace.
+bool InPrivateMountNamespace();
+
+}  // namespace kubelet
+}  // namespace flexcsi

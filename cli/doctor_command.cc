@@ -1,0 +1,515 @@
+#include "cli/doctor_command.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli_parse.h"
+#include "cli/install_driver_command.h"
+#include "cli/text_table.h"
+#include "common/bridge_client.h"
+#include "common/command_runner.h"
+
+namespace flexcsi {
+
+namespace {
+
+constexpr int kKnownSchemaVersion = 1;
+
+DoctorCheck Pass(std::string name, std::string detail) {
+  return {std::move(name), CheckResult::kPass, std::move(detail), ""};
+}
+DoctorCheck Warn(std::string name, std::string detail, std::string fix) {
+  return {std::move(name), CheckResult::kWarn, std::move(detail), std::move(fix)};
+}
+DoctorCheck Fail(std::string name, std::string detail, std::string fix) {
+  return {std::move(name), CheckResult::kFail, std::move(detail), std::move(fix)};
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : sep) + p;
+  return s;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo octal.
+std::string UnescapeOctal(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// True when `path` is `dir` or lies below it (lexically).
+bool IsAtOrBelow(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+std::string StripTrailingSlash(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// A read-only handle on the state database; never creates it.
+class ReadOnlyDatabase {
+ public:
+  explicit ReadOnlyDatabase(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      error_ = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    }
+  }
+  ~ReadOnlyDatabase() { sqlite3_close(db_); }
+  const std::string& error() const { return error_; }
+
+  // Runs `sql` and returns every row as strings (NULL as "").
+  StatusOr<std::vector<std::vector<std::string>>> Query(const std::string& sql) {
+    if (!error_.empty()) return Unavailable(error_);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      return Internal(sqlite3_errmsg(db_));
+    }
+    std::vector<std::vector<std::string>> rows;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
+        const unsigned char* text = sqlite3_column_text(stmt, i);
+        row.emplace_back(text ? reinterpret_cast<const char*>(text) : "");
+      }
+      rows.push_back(std::move(row));
+    }
+    const std::string message = sqlite3_errmsg(db_);
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_DONE) return Internal(message);
+    return rows;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string error_;
+};
+
+}  // namespace
+
+const char* CheckResultName(CheckResult r) {
+  switch (r) {
+    case CheckResult::kPass:
+      return "PASS";
+    case CheckResult::kWarn:
+      return "WARN";
+    case CheckResult::kFail:
+      return "FAIL";
+  }
+  return "FAIL";
+}
+
+StatusOr<std::vector<MountInfoLine>> ReadMountInfo(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read " + path);
+  std::vector<MountInfoLine> mounts;
+  std::string line;
+  // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    std::string word;
+    while (fields >> word) f.push_back(word);
+    if (f.size() < 7) continue;
+    MountInfoLine m;
+    m.mount_point = UnescapeOctal(f[4]);
+    for (size_t i = 6; i < f.size() && f[i] != "-"; ++i) m.optional_fields.push_back(f[i]);
+    mounts.push_back(std::move(m));
+  }
+  return mounts;
+}
+
+DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const CliDriverConfig& driver,
+                                 const std::string& expected_socket,
+                                 const std::string& config_path) {
+  const std::string name = "driver " + driver.flex_driver + " installed";
+  const std::string reinstall = "flexcsi install-driver --driver " + driver.flex_driver +
+                                " --plugin-dir " + plugin_dir + " --config " + config_path;
+  if (Status s = ValidateInstallableDriverName(driver.flex_driver); !s.ok()) {
+    return Fail(name, s.message(), "rename the driver in " + config_path + " to vendor/name");
+  }
+  const std::string dir = plugin_dir + "/" + DriverDirectoryName(driver.flex_driver);
+  const std::string exe = dir + "/" + DriverExecutableName(driver.flex_driver);
+  struct stat st {};
+  if (lstat(exe.c_str(), &st) != 0) return Fail(name, exe + " is missing", reinstall);
+  if (!S_ISREG(st.st_mode)) return Fail(name, exe + " is not a regular file", reinstall);
+  const unsigned mode = st.st_mode & 07777;
+  std::ostringstream mode_text;
+  mode_text << std::oct << mode;
+  if ((mode & 0111) != 0111) {
+    return Fail(name, exe + " has mode " + mode_text.str() + ", not executable by all",
+                "chmod 0755 " + exe);
+  }
+  if ((mode & 0022) != 0) {
+    return Fail(name, exe + " has mode " + mode_text.str() + ": others may rewrite what root runs",
+                "chmod 0755 " + exe);
+  }
+  std::ifstream in(dir + "/flexcsi.json");
+  nlohmann::json config;
+  try {
+    in >> config;
+  } catch (const nlohmann::json::exception&) {
+    return Fail(name, dir + "/flexcsi.json is missing or not JSON", reinstall);
+  }
+  const bool attach = config.value("/capabilities/attach"_json_pointer, true);
+  if (attach != driver.attach) {
+    return Fail(name,
+                std::string("flexcsi.json says attach=") + (attach ? "true" : "false") + " but " +
+                    config_path + " says attach=" + (driver.attach ? "true" : "false"),
+                reinstall);
+  }
+  const std::string socket = config.value("bridgeSocket", std::string(kDefaultBridgeSocket));
+  if (socket != expected_socket) {
+    return Fail(
+        name,
+        "flexcsi.json points at socket " + socket + ", the bridge listens on " + expected_socket,
+        reinstall);
+  }
+  auto init = RunCommandCapture({exe, "init"}, std::chrono::seconds(10));
+  if (!init.ok())
+    return Fail(name, "cannot run " + exe + " init: " + init.status().message(), reinstall);
+  nlohmann::json reply;
+  try {
+    reply = nlohmann::json::parse(init->stdout_text);
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!reply.is_object() || reply.value("status", "") != "Success") {
+    return Fail(name, exe + " init answered: " + init->stdout_text + init->stderr_text,
+                reinstall + " (kubelet does not load a driver whose init fails)");
+  }
+  return Pass(name, exe + " (" + mode_text.str() +
+                        "), init: Success, attach=" + (attach ? "true" : "false"));
+}
+
+DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health) {
+  *health = nlohmann::json::object();
+  const std::string name = "bridge socket";
+  BridgeRequest request;
+  request.call = "bridge.health";
+  request.timeout_ms = 10000;
+  auto envelope = CallBridgeRaw(socket, request, std::chrono::seconds(2), std::chrono::seconds(10));
+  if (!envelope.ok()) {
+    return Fail(name, socket + ": " + envelope.status().message(),
+                "start the bridge: systemctl status flexcsi-bridge, or kubectl -n flexcsi get "
+                "pods (bridge container of flexcsi-node)");
+  }
+  *health = envelope->value("reply", nlohmann::json::object());
+  if (health->value("status", "") != "Success") {
+    return Fail(name, "bridge.health answered " + health->dump(), "see the bridge's log");
+  }
+  std::string detail = socket + ": healthy";
+  const int pending = health->value("pendingRollbacks", 0);
+  if (pending > 0) {
+    return Warn(name, detail + ", " + std::to_string(pending) + " rollback(s) pending",
+                "the bridge retries rollbacks itself; see its log if the number stays up");
+  }
+  return Pass(name, detail);
+}
+
+std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
+                                           const nlohmann::json& health) {
+  std::map<std::string, nlohmann::json> by_driver;
+  if (health.contains("drivers") && health["drivers"].is_array()) {
+    for (const auto& d : health["drivers"]) by_driver[d.value("flexDriver", "")] = d;
+  }
+  std::vector<DoctorCheck> checks;
+  for (const auto& driver : config.drivers) {
+    const std::string name = "CSI endpoint " + driver.flex_driver;
+    const auto it = by_driver.find(driver.flex_driver);
+    if (it == by_driver.end()) {
+      // No word from the bridge: say what can be seen from here.
+      const std::string path = UnixSocketPathOfEndpoint(driver.csi_endpoint);
+      struct stat st {};
+      const bool exists = !path.empty() && stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+      checks.push_back(Fail(name,
+                            driver.csi_endpoint +
+                                (exists ? " exists but was not probed" : " does not exist") +
+                                " (the bridge did not report this driver)",
+                            exists ? "fix the bridge socket check first"
+                                   : "start the CSI driver's node plugin (sidecar of the bridge "
+                                     "pod, or its own service) listening on " +
+                                         driver.csi_endpoint));
+      continue;
+    }
+    const nlohmann::json& d = it->second;
+    std::vector<std::string> node_caps, controller_caps;
+    for (const auto& c : d.value("nodeCapabilities", nlohmann::json::array())) {
+      node_caps.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+    }
+    for (const auto& c : d.value("controllerCapabilities", nlohmann::json::array())) {
+      controller_caps.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+    }
+    const std::string caps =
+        "node: " + (node_caps.empty() ? "-" : Join(node_caps, ",")) +
+        "; controller: " + (controller_caps.empty() ? "-" : Join(controller_caps, ","));
+    const std::string csi = d.value("csiDriver", driver.csi_driver);
+    if (!d.value("ready", false)) {
+      checks.push_back(Fail(name,
+                            csi + " at " + d.value("endpoint", driver.csi_endpoint) +
+                                " not ready: " + d.value("message", std::string("?")),
+                            "check the CSI driver's logs; Probe must answer ready=true"));
+      continue;
+    }
+    bool can_publish = false;
+    for (const auto& c : controller_caps)
+      can_publish |= c.find("PUBLISH_UNPUBLISH") != std::string::npos;
+    if (driver.attach && !controller_caps.empty() && !can_publish) {
+      checks.push_back(Warn(name, csi + " ready; " + caps,
+                            "attach: true but the controller cannot publish; set attach: false "
+                            "and reinstall the driver with --no-attach"));
+      continue;
+    }
+    checks.push_back(Pass(name, csi + " ready; " + caps));
+  }
+  return checks;
+}
+
+DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
+                                        const std::vector<MountInfoLine>& mounts) {
+  const std::string name = "kubelet root propagation";
+  const std::string root = StripTrailingSlash(kubelet_root);
+  const MountInfoLine* holder = nullptr;
+  for (const auto& m : mounts) {  // the last, deepest mount covering the root wins
+    if (IsAtOrBelow(root, m.mount_point) &&
+        (holder == nullptr || m.mount_point.size() >= holder->mount_point.size())) {
+      holder = &m;
+    }
+  }
+  if (holder == nullptr) {
+    return Fail(name, "no mount holds " + root, "is the kubelet root mounted into this container?");
+  }
+  for (const auto& f : holder->optional_fields) {
+    if (f.rfind("shared:", 0) == 0) {
+      return Pass(name, root + " on " + holder->mount_point + " is " + f);
+    }
+  }
+  const std::string state =
+      holder->optional_fields.empty() ? "private" : Join(holder->optional_fields, " ");
+  return Fail(name,
+              root + " on " + holder->mount_point + " is " + state +
+                  ": mounts made by the bridge stay invisible to kubelet",
+              "in a pod: mountPropagation: Bidirectional on the kubelet root volume; on a host: "
+              "mount --make-rshared " +
+                  holder->mount_point);
+}
+
+DoctorCheck CheckStateDatabase(const std::string& path) {
+  const std::string name = "state database";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return Warn(name, path + " does not exist yet", "the bridge creates it on first start");
+  }
+  ReadOnlyDatabase db(path);
+  if (!db.error().empty()) {
+    return Fail(name, path + ": " + db.error(), "check the file's owner and mode (root, 0600)");
+  }
+  auto check = db.Query("PRAGMA quick_check");
+  if (!check.ok() || check->empty() || (*check)[0][0] != "ok") {
+    return Fail(name,
+                path + ": quick_check: " +
+                    (check.ok() ? (check->empty() ? "no answer" : (*check)[0][0])
+                                : check.status().message()),
+                "stop the bridge, keep a copy, and recover with sqlite3 " + path + " .recover");
+  }
+  auto version = db.Query("PRAGMA user_version");
+  const int v = version.ok() && !version->empty() ? std::stoi((*version)[0][0]) : -1;
+  if (v != kKnownSchemaVersion) {
+    return Fail(name,
+                path + ": schema version " + std::to_string(v) + ", this flexcsi knows " +
+                    std::to_string(kKnownSchemaVersion),
+                "run the flexcsi-bridge that matches this flexcsi");
+  }
+  auto counts = db.Query(
+      "SELECT (SELECT count(*) FROM attachments), (SELECT count(*) FROM stagings), "
+      "(SELECT count(*) FROM publications)");
+  if (!counts.ok()) {
+    return Fail(name, path + ": " + counts.status().message(), "the schema is damaged");
+  }
+  const auto& c = (*counts)[0];
+  return Pass(name, path + ": ok, schema " + std::to_string(v) + ", " + c[0] + " attachments, " +
+                        c[1] + " stagings, " + c[2] + " publications");
+}
+
+DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
+                                      const std::vector<MountInfoLine>& mounts) {
+  const std::string name = "records vs mount table";
+  struct stat st {};
+  if (stat(config.state_database.c_str(), &st) != 0) {
+    return Pass(name, "no database yet, nothing recorded");
+  }
+  std::set<std::string> mount_points;
+  for (const auto& m : mounts) mount_points.insert(m.mount_point);
+  ReadOnlyDatabase db(config.state_database);
+  auto stagings = db.Query("SELECT staging_path, state FROM stagings");
+  auto publications = db.Query("SELECT target_path, state FROM publications");
+  if (!stagings.ok() || !publications.ok()) {
+    return Fail(name,
+                "cannot read records: " +
+                    (stagings.ok() ? publications.status() : stagings.status()).message(),
+                "see the state database check");
+  }
+  std::vector<std::string> missing, transitional;
+  std::set<std::string> recorded_targets;
+  auto inspect = [&](const std::vector<std::vector<std::string>>& rows, const char* done) {
+    for (const auto& row : rows) {
+      const std::string path = StripTrailingSlash(row[0]);
+      recorded_targets.insert(path);
+      if (row[1] == done) {
+        if (!mount_points.count(path)) missing.push_back(path);
+      } else {
+        transitional.push_back(path + " (" + row[1] + ")");
+      }
+    }
+  };
+  inspect(*stagings, "staged");
+  inspect(*publications, "published");
+
+  // Pod volume mounts of our drivers that no record explains:
+  // <kubeletRoot>/pods/<uid>/volumes/<vendor~name>/<volume>.
+  std::vector<std::string> orphans;
+  const std::string pods = StripTrailingSlash(config.kubelet_root) + "/pods/";
+  for (const auto& m : mounts) {
+    if (m.mount_point.compare(0, pods.size(), pods) != 0) continue;
+    for (const auto& d : config.drivers) {
+      if (ValidateInstallableDriverName(d.flex_driver).ok() &&
+          m.mount_point.find("/volumes/" + DriverDirectoryName(d.flex_driver) + "/") !=
+              std::string::npos &&
+          !recorded_targets.count(m.mount_point)) {
+        orphans.push_back(m.mount_point);
+      }
+    }
+  }
+  const size_t recorded = stagings->size() + publications->size();
+  if (!missing.empty()) {
+    return Fail(
+        name, std::to_string(missing.size()) + " recorded mount(s) missing: " + Join(missing, ", "),
+        "restart the bridge: reconciliation re-stages or rolls back missing mounts");
+  }
+  if (!orphans.empty()) {
+    return Warn(
+        name,
+        std::to_string(orphans.size()) + " unrecorded flexcsi mount(s): " + Join(orphans, ", "),
+        "kubelet unmounts them when their pods go; if the pods are gone, umount them");
+  }
+  if (!transitional.empty()) {
+    return Warn(name,
+                std::to_string(transitional.size()) +
+                    " record(s) in transition: " + Join(transitional, ", "),
+                "normal during an operation; if it persists, restart the bridge to roll back");
+  }
+  return Pass(name, std::to_string(recorded) + " staging/publication record(s), all mounted");
+}
+
+std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
+  std::vector<DoctorCheck> checks;
+  auto loaded = LoadCliBridgeConfig(options.config_path);
+  if (!loaded.ok()) {
+    checks.push_back(Fail("bridge configuration", loaded.status().message(),
+                          "install the package's default or pass --config FILE"));
+    return checks;
+  }
+  CliBridgeConfig config = *loaded;
+  if (!options.socket.empty()) config.socket = options.socket;
+  if (config.drivers.empty()) {
+    checks.push_back(Fail("bridge configuration", options.config_path + ": no drivers",
+                          "add a drivers: entry (see docs/operations.md)"));
+  } else {
+    checks.push_back(
+        Pass("bridge configuration",
+             options.config_path + ": " + std::to_string(config.drivers.size()) + " driver(s)"));
+  }
+  const std::string plugin_dir =
+      options.plugin_dir.empty() ? std::string(kDefaultFlexPluginDir) : options.plugin_dir;
+  for (const auto& d : config.drivers) {
+    checks.push_back(CheckDriverInstalled(plugin_dir, d, config.socket, options.config_path));
+  }
+  nlohmann::json health;
+  checks.push_back(CheckBridgeSocket(config.socket, &health));
+  for (auto& c : CheckCsiEndpoints(config, health)) checks.push_back(std::move(c));
+
+  auto mounts = ReadMountInfo(options.mountinfo_path);
+  if (!mounts.ok()) {
+    checks.push_back(Fail("kubelet root propagation", mounts.status().message(),
+                          "run doctor where /proc is mounted"));
+  } else {
+    checks.push_back(CheckKubeletRootPropagation(config.kubelet_root, *mounts));
+  }
+  checks.push_back(CheckStateDatabase(config.state_database));
+  if (mounts.ok()) checks.push_back(CheckRecordsAgainstMounts(config, *mounts));
+  return checks;
+}
+
+bool AllPassed(const std::vector<DoctorCheck>& checks) {
+  for (const auto& c : checks) {
+    if (c.result == CheckResult::kFail) return false;
+  }
+  return true;
+}
+
+void PrintDoctorTable(const std::vector<DoctorCheck>& checks, std::ostream& out) {
+  TextTable table({"CHECK", "RESULT", "DETAIL"});
+  int counts[3] = {0, 0, 0};
+  for (const auto& c : checks) {
+    table.AddRow({c.name, CheckResultName(c.result), c.detail});
+    if (c.result != CheckResult::kPass && !c.fix.empty()) table.AddRow({"", "", "  fix: " + c.fix});
+    ++counts[static_cast<int>(c.result)];
+  }
+  table.Print(out);
+  out << "\n"
+      << checks.size() << " checks: " << counts[0] << " pass, " << counts[1] << " warn, "
+      << counts[2] << " fail\n";
+}
+
+int RunDoctorCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  DoctorOptions options;
+  std::string output = "table";
+  CLI::App app("Check this node's flexcsi installation end to end", "flexcsi doctor");
+  app.add_option("--config", options.config_path, "bridge configuration")->capture_default_str();
+  app.add_option("--plugin-dir", options.plugin_dir,
+                 std::string("FlexVolume plugin dir (default ") + kDefaultFlexPluginDir + ")");
+  app.add_option("--socket", options.socket, "bridge socket (default: from the configuration)");
+  app.add_option("--mountinfo", options.mountinfo_path, "mount table to check against")
+      ->capture_default_str();
+  app.add_option("-o,--output", output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
+
+  const std::vector<DoctorCheck> checks = RunDoctorChecks(options);
+  if (output == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : checks) {
+      j.push_back({{"check", c.name},
+                   {"result", CheckResultName(c.result)},
+                   {"detail", c.detail},
+                   {"fix", c.fix}});
+    }
+    out << j.dump(2) << "\n";
+  } else {
+    PrintDoctorTable(checks, out);
+  }
+  return AllPassed(checks) ? 0 : 1;
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,76 @@
+// `flexcsi doctor`: checks one node end to end and prints a table, one row per check, with a
+// fix hint under every failure. The exit status says whether everything needed passed.
+//
+// Checks, in the order a volume's life depends on them:
+//   bridge configuration       the YAML parses and names drivers
+//   driver <d> installed       <plugindir>/<vendor~name>/<name> is a 0755 regular file, not
+//                              writable by others; flexcsi.json parses and agrees with the
+//                              bridge configuration; `<exe> init` answers Success
+//   bridge socket              `bridge.health` answers over the socket
+//   CSI endpoint <d>           the wrapped driver is Probe-ready; its capabilities are listed,
+//                              and an attachable driver whose controller cannot publish is flagged
+//   kubelet root propagation   the mount holding kubeletRoot is shared, so mounts the bridge
+//                              makes are seen by kubelet and pods
+//   state database             SQLite quick_check passes and the schema version is known
+//   records vs mount table     every staged/published record is a mount point; no flexcsi
+//                              pod volume is mounted without a record
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/bridge_config_file.h"
+#include "common/status.h"
+
+namespace flexcsi {
+
+enum class CheckResult { kPass, kWarn, kFail };
+const char* CheckResultName(CheckResult r);  // "PASS", "WARN", "FAIL"
+
+struct DoctorCheck {
+  std::string name;
+  CheckResult result = CheckResult::kPass;
+  std::string detail;
+  std::string fix;  // what to do about a WARN or FAIL
+};
+
+// One line of a mountinfo file, reduced to what doctor needs.
+struct MountInfoLine {
+  std::string mount_point;                   // unescaped (\040 -> ' ')
+  std::vector<std::string> optional_fields;  // "shared:1", "master:2", ...
+};
+StatusOr<std::vector<MountInfoLine>> ReadMountInfo(const std::string& path);
+
+// The individual checks; each is usable alone (and tested alone).
+DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const CliDriverConfig& driver,
+                                 const std::string& expected_socket,
+                                 const std::string& config_path);
+// Asks the bridge for bridge.health; *health receives the reply ("" object on failure).
+DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health);
+// One row per configured driver; uses the health reply when there is one.
+std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
+                                           const nlohmann::json& health);
+DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
+                                        const std::vector<MountInfoLine>& mounts);
+DoctorCheck CheckStateDatabase(const std::string& path);
+DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
+                                      const std::vector<MountInfoLine>& mounts);
+
+struct DoctorOptions {
+  std::string config_path = kDefaultBridgeConfigPath;
+  std::string plugin_dir;  // default: kubelet's default plugin dir
+  std::string socket;      // default: from the configuration
+  std::string mountinfo_path = "/proc/self/mountinfo";
+};
+
+std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options);
+void PrintDoctorTable(const std::vector<DoctorCheck>& checks, std::ostream& out);
+bool AllPassed(const std::vector<DoctorCheck>& checks);  // no FAIL (warnings allowed)
+
+// Exit status 0 when no check failed, 1 otherwise, 2 on a usage error.
+int RunDoctorCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace flexcsi

@@ -1,0 +1,63 @@
+// flexcsi: the operator's command. The first word picks the subcommand; each subcommand parses
+// its own flags (CLI11) and writes to stdout/stderr, so each is testable in-process.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/doctor_command.h"
+#include "cli/install_driver_command.h"
+#include "cli/state_command.h"
+#ifdef FLEXCSI_HAVE_TRANSLATOR
+#include "translator/translate_command.h"
+#endif
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: flexcsi COMMAND [flags]\n"
+    "\n"
+    "commands:\n"
+    "  install-driver    put a bridge-backed FlexVolume driver into a plugin directory\n"
+    "  uninstall-driver  remove it again\n"
+    "  doctor            check this node end to end, with a fix for every failure\n"
+    "  state             show the bridge's attachment/staging/publication records\n"
+    "  translate         translate FlexVolume specs to CSI (PV/StorageClass migration)\n"
+    "  version           print the version\n"
+    "\n"
+    "Run 'flexcsi COMMAND --help' for a command's flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "install-driver")
+    return flexcsi::RunInstallDriverCommand(args, std::cout, std::cerr);
+  if (command == "uninstall-driver") {
+    return flexcsi::RunUninstallDriverCommand(args, std::cout, std::cerr);
+  }
+  if (command == "doctor") return flexcsi::RunDoctorCommand(args, std::cout, std::cerr);
+  if (command == "state") return flexcsi::RunStateCommand(args, std::cout, std::cerr);
+  if (command == "translate") {
+#ifdef FLEXCSI_HAVE_TRANSLATOR
+    return flexcsi::RunTranslateCommand(args, std::cin, std::cout, std::cerr);
+#else
+    std::cerr << "flexcsi: this build has no translator (built without translator/)\n";
+    return 1;
+#endif
+  }
+  if (command == "version" || command == "--version") {
+    std::cout << "flexcsi " << FLEXCSI_VERSION << "\n";
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "flexcsi: unknown command \"" << command << "\"\n\n" << kUsage;
+  return 2;
+}

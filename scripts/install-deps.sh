@@ -11,6 +11,7 @@ packages=(
   e2fsprogs xfsprogs util-linux mount
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml
+  hyperfine
 )
 
 missing=()

@@ -1,0 +1,23 @@
+// FlexVolume PVs and inline volumes as Kubernetes JSON <-> CSI (translation.md §12.1-12.3).
+// The mapping itself lives in flexvolume_rules.h; this file only reads and writes the objects.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "translator/flexvolume_rules.h"
+#include "translator/json_fields.h"
+
+namespace flexcsi {
+namespace translator {
+
+// REQUIRES: pv.spec.flexVolume is set. Replaces it by spec.csi in place.
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, Json& pv);
+// REQUIRES: volume.flexVolume is set. Returns a new PV.
+StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, const Json& volume,
+                                              const std::string& pod_namespace);
+// REQUIRES: pv.spec.csi.driver is `rule.csi_driver`. Replaces spec.csi by spec.flexVolume.
+Status TranslateCsiPVToFlexVolume(const FlexVolumeRule& rule, Json& pv);
+
+}  // namespace translator
+}  // namespace flexcsi

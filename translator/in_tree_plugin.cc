@@ -1,0 +1,92 @@
+#include "translator/in_tree_plugin.h"
+
+namespace flexcsi {
+namespace translator {
+
+bool InTreePlugin::CanSupport(const Json& pv) const {
+  const Json* spec = FindField(pv, "spec");
+  return spec != nullptr && FindField(*spec, SourceField()) != nullptr;
+}
+
+bool InTreePlugin::CanSupportInline(const Json& volume) const {
+  return FindField(volume, SourceField()) != nullptr;
+}
+
+const Json& PVSource(const Json& pv, const char* field) {
+  const Json* spec = ObjectField(pv, "spec", "");
+  const Json* source = ObjectField(*spec, field, "spec");
+  return *source;
+}
+
+const Json& InlineSource(const Json& volume, const char* field) {
+  return *ObjectField(volume, field, "volume");
+}
+
+const Json& CsiSource(const Json& pv) {
+  const Json* spec = ObjectField(pv, "spec", "");
+  return *ObjectField(*spec, "csi", "spec");
+}
+
+void SwapVolumeSource(Json& pv, const char* remove_field, const char* add_field, Json source) {
+  Json& spec = pv["spec"];
+  spec.erase(remove_field);
+  spec[add_field] = std::move(source);
+}
+
+Json NewInlinePV(const std::string& name, Json csi, const char* access_mode) {
+  Json pv = Json::object();
+  pv["metadata"] = Json{{"name", name}};
+  pv["spec"] = Json{{"csi", std::move(csi)}, {"accessModes", Json::array({access_mode})}};
+  return pv;
+}
+
+void DropIfEmpty(Json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return;
+  if (it->is_null() || ((it->is_object() || it->is_array()) && it->empty())) obj.erase(it);
+}
+
+std::string PVName(const Json& pv) {
+  const Json* metadata = ObjectField(pv, "metadata", "");
+  return metadata == nullptr ? std::string() : StringField(*metadata, "name", "metadata");
+}
+
+bool LookupAnnotation(const Json& pv, const std::string& key, std::string* value) {
+  const Json* metadata = ObjectField(pv, "metadata", "");
+  if (metadata == nullptr) return false;
+  return LookupStringInMap(*metadata, "annotations", key, "metadata", value);
+}
+
+void SetAnnotation(Json& pv, const std::string& key, const std::string& value) {
+  Json& metadata = EnsureObjectField(pv, "metadata", "");
+  Json& annotations = EnsureObjectField(metadata, "annotations", "metadata");
+  annotations[key] = value;
+}
+
+}  // namespace translator
+}  // namespace flexcsi
+
+namespace flexcsi {
+namespace translator {
+
+Json NewCsiSource(const std::string& driver, const std::string& handle,
+                  const std::string& fs_type, bool read_only,
+                  const std::map<std::string, std::string>& attributes) {
+  Json csi = Json::object();
+  csi["driver"] = driver;
+  csi["volumeHandle"] = handle;
+  if (read_only) csi["readOnly"] = true;
+  if (!fs_type.empty()) csi["fsType"] = fs_type;
+  if (!attributes.empty()) csi["volumeAttributes"] = attributes;
+  return csi;
+}
+
+Json NewSecretRef(const std::string& name, const std::string& ns) {
+  Json ref = Json::object();
+  if (!name.empty()) ref["name"] = name;
+  if (!ns.empty()) ref["namespace"] = ns;
+  return ref;
+}
+
+}  // namespace translator
+}  // namespace flexcsi

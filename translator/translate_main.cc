@@ -1,0 +1,12 @@
+// flexcsi-translate: `flexcsi translate` as a stand-alone binary.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "translator/translate_command.h"
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return flexcsi::translator::RunTranslateCommand(args, std::cin, std::cout, std::cerr);
+}

@@ -1,0 +1,78 @@
+// The translator: in-tree and FlexVolume volumes <-> CSI, with the operations of Kubernetes'
+// csi-translation-lib (translation.md §1) plus FlexVolume rules (§12).
+//
+// Objects are Kubernetes JSON (nlohmann::json). Inputs are never modified; every successful
+// call returns a new object, and a failing call returns only a Status (never a
+// half-translated object). Fields the translator does not know pass through untouched.
+// Malformed input (a field of the wrong JSON type) is an InvalidArgument error, not a crash.
+// A Translator is immutable after construction and safe to use from several threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "translator/flexvolume_rules.h"
+
+namespace flexcsi {
+namespace translator {
+
+class InTreePlugin;
+
+class Translator {
+ public:
+  // The eight built-in plugins and, optionally, FlexVolume rules.
+  Translator();
+  explicit Translator(FlexVolumeRules rules);
+  ~Translator();
+  Translator(Translator&&) noexcept;
+  Translator& operator=(Translator&&) noexcept;
+
+  // A PV with an in-tree (or, with rules, flexVolume) source -> a PV with spec.csi.
+  StatusOr<nlohmann::json> TranslateInTreePVToCSI(const nlohmann::json& pv) const;
+  // A pod volumes[] entry -> a new PV (no apiVersion/kind) wrapping the CSI source.
+  StatusOr<nlohmann::json> TranslateInTreeInlineVolumeToCSI(const nlohmann::json& volume,
+                                                            const std::string& pod_namespace) const;
+  // A PV with spec.csi -> a PV with the in-tree (or flexVolume) source.
+  StatusOr<nlohmann::json> TranslateCSIPVToInTree(const nlohmann::json& pv) const;
+  // `in_tree_plugin_name` is e.g. "kubernetes.io/gce-pd" (never a CSI driver name).
+  StatusOr<nlohmann::json> TranslateInTreeStorageClassToCSI(const std::string& in_tree_plugin_name,
+                                                            const nlohmann::json& sc) const;
+
+  bool IsMigratableIntreePluginByName(const std::string& in_tree_plugin_name) const;
+  bool IsMigratedCSIDriverByName(const std::string& csi_driver_name) const;
+  // The PV is checked first; either may be null. FlexVolume volumes with a rule are named
+  // "flexvolume-<vendor>~<name>", the name kubelet gives their plugin.
+  StatusOr<std::string> GetInTreePluginNameFromSpec(const nlohmann::json* pv,
+                                                    const nlohmann::json* volume) const;
+  StatusOr<std::string> GetCSINameFromInTreeName(const std::string& in_tree_plugin_name) const;
+  StatusOr<std::string> GetInTreeNameFromCSIName(const std::string& csi_driver_name) const;
+  bool IsPVMigratable(const nlohmann::json& pv) const;
+  bool IsInlineMigratable(const nlohmann::json& volume) const;
+  // Only GCE PD changes anything (§4.6); an unknown driver is an error.
+  StatusOr<std::string> RepairVolumeHandle(const std::string& csi_driver_name,
+                                           const std::string& volume_handle,
+                                           const std::string& node_id) const;
+
+  // The in-tree plugin names and CSI driver names of the built-in plugins, in a fixed order.
+  std::vector<std::pair<std::string, std::string>> BuiltInPluginNames() const;
+  const FlexVolumeRules& flexvolume_rules() const { return rules_; }
+
+ private:
+  const InTreePlugin* PluginForPV(const nlohmann::json& pv) const;
+  const InTreePlugin* PluginForInline(const nlohmann::json& volume) const;
+  const InTreePlugin* PluginForCsiDriver(const std::string& driver) const;
+  const FlexVolumeRule* FlexRuleForPV(const nlohmann::json& pv) const;
+
+  std::vector<std::unique_ptr<InTreePlugin>> plugins_;
+  FlexVolumeRules rules_;
+};
+
+// Upstream's exported helpers live beside their subject: KubernetesVolumeIDToEBSVolumeID in
+// aws_ebs.h, TopologyKeyExist in topology.h.
+
+}  // namespace translator
+}  // namespace flexcsi

@@ -1,0 +1,39 @@
+// Conversion between YAML/JSON text and nlohmann::json values, with the limits that keep
+// untrusted input from exhausting the stack or memory (deep nesting, alias bombs).
+//
+// YAML scalars are resolved with the YAML 1.2 core schema: plain true/false, null/~, integers
+// and floats become JSON booleans, null and numbers; quoted scalars are always strings. When
+// writing YAML, strings that would read back as another type are double-quoted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "common/status.h"
+
+namespace flexcsi {
+namespace translator {
+
+// Objects and arrays nested deeper than this are rejected.
+constexpr int kMaxNestingDepth = 512;
+
+// Parses one JSON value (surrounding whitespace allowed).
+StatusOr<nlohmann::json> ParseJsonText(const std::string& text);
+
+// Parses every document of a YAML stream. Empty documents are skipped.
+StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
+
+// Converts an already parsed YAML node.
+StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node);
+
+// One YAML document (no leading "---"), ending with a newline.
+std::string JsonToYaml(const nlohmann::json& value);
+
+// True when `text` looks like JSON: its first non-blank character is '{' or '['.
+bool LooksLikeJson(const std::string& text);
+
+}  // namespace translator
+}  // namespace flexcsi

@@ -1,0 +1,35 @@
+// What the command line decides about one csi-loopback instance; read-only once serving.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flexcsi {
+namespace loopback {
+
+constexpr char kDefaultDriverName[] = "loopback.csi.flexcsi.io";
+// The topology segment every volume and the node carry: volumes live on one machine.
+constexpr char kTopologyNodeKey[] = "topology.loopback.csi.flexcsi.io/node";
+
+// Keys of ControllerPublishVolumeResponse.publish_context, read back by NodeStage/NodePublish.
+constexpr char kPublishContextBackingFile[] = "backingFile";
+constexpr char kPublishContextDeviceHint[] = "deviceHint";
+constexpr char kPublishContextReadonly[] = "readonly";
+
+struct DriverOptions {
+  std::string driver_name = kDefaultDriverName;
+  std::string vendor_version;
+  std::string node_id;
+  // Further node ids the controller accepts in ControllerPublishVolume besides node_id; lets one
+  // instance stand in for a small cluster in tests. Volumes are still only usable on node_id.
+  std::vector<std::string> extra_node_ids;
+  std::string state_dir;
+  bool stage_unstage = true;      // false: --no-stage-unstage
+  bool controller_attach = true;  // false: --no-attach (no PUBLISH_UNPUBLISH_VOLUME)
+  bool expand = true;             // false: --no-expand
+  int64_t max_volumes_per_node = 64;
+};
+
+}  // namespace loopback
+}  // namespace flexcsi

@@ -1,0 +1,30 @@
+// Loop devices backing volumes, driven through losetup(8). Loop devices are global to the
+// machine (not namespaced), so they are always found again by backing file rather than trusted
+// from memory: after a restart, or when another process detached one, the kernel is the truth.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace flexcsi {
+namespace loopback {
+
+// Loop devices currently attached to `backing_file` ("/dev/loop3", ...); empty when none.
+StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file);
+
+// The loop device for `backing_file`: an existing one when attached already, else a new one.
+StatusOr<std::string> AttachLoopDevice(const std::string& backing_file);
+
+// Detaches every loop device attached to `backing_file`. OK when there is none.
+Status DetachLoopDevices(const std::string& backing_file);
+
+// Makes `device` pick up the new size of its grown backing file (losetup -c).
+Status RefreshLoopDeviceSize(const std::string& device);
+
+// Size of a block device (or of the device a device node points to), in bytes.
+StatusOr<int64_t> BlockDeviceSize(const std::string& device);
+
+}  // namespace loopback
+}  // namespace flexcsi

@@ -1,0 +1,146 @@
+// csi-loopback: a complete CSI driver (controller and node in one process) whose volumes are
+// sparse files under --state-dir attached through loop devices. flexcsi's bundled driver for
+// demos and end-to-end tests of the bridge.
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <thread>
+
+#include "drivers/loopback/controller_server.h"
+#include "drivers/loopback/driver_options.h"
+#include "drivers/loopback/identity_server.h"
+#include "drivers/loopback/node_server.h"
+#include "drivers/loopback/volume_locks.h"
+#include "drivers/loopback/volume_state.h"
+
+namespace flexcsi {
+namespace loopback {
+namespace {
+
+// "unix:///run/csi.sock" and "unix:/run/csi.sock" -> "/run/csi.sock"; "" when not a unix URL.
+std::string SocketPathOf(const std::string& endpoint) {
+  const std::string scheme = "unix:";
+  if (endpoint.rfind(scheme, 0) != 0) return "";
+  std::string path = endpoint.substr(scheme.size());
+  if (path.rfind("//", 0) == 0) path = path.substr(2);
+  return path;
+}
+
+// A socket left by a previous run makes bind() fail; anything else at that path is not ours.
+Status RemoveStaleSocket(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
+  if (!S_ISSOCK(st.st_mode)) {
+    return FailedPrecondition(path + " exists and is not a socket; refusing to remove it");
+  }
+  if (::unlink(path.c_str()) != 0) {
+    return Internal("cannot remove stale socket " + path + ": " + strerror(errno));
+  }
+  spdlog::info("removed stale socket {}", path);
+  return Status::Ok();
+}
+
+int Run(int argc, char** argv) {
+  DriverOptions options;
+  options.vendor_version = FLEXCSI_VERSION;
+  std::string endpoint;
+  bool no_stage = false;
+  bool no_attach = false;
+  bool no_expand = false;
+  std::string log_level = "info";
+
+  CLI::App app{"csi-loopback: CSI driver backed by sparse files on loop devices"};
+  app.add_option("--endpoint", endpoint, "unix:///path/to/csi.sock")->required();
+  app.add_option("--nodeid", options.node_id, "this node's id")->required();
+  app.add_option("--state-dir", options.state_dir, "absolute directory for volumes and state")
+      ->required();
+  app.add_option("--driver-name", options.driver_name, "CSI driver name")
+      ->default_val(kDefaultDriverName);
+  app.add_flag("--no-stage-unstage", no_stage, "do not offer STAGE_UNSTAGE_VOLUME");
+  app.add_flag("--no-attach", no_attach, "do not offer PUBLISH_UNPUBLISH_VOLUME");
+  app.add_flag("--no-expand", no_expand, "do not offer volume expansion");
+  app.add_option("--extra-node-id", options.extra_node_ids,
+                 "further node ids ControllerPublishVolume accepts (repeatable)");
+  app.add_option("--max-volumes-per-node", options.max_volumes_per_node,
+                 "reported in NodeGetInfo and enforced by ControllerPublishVolume (0 = no limit)")
+      ->default_val(64);
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->default_val("info");
+  CLI11_PARSE(app, argc, argv);
+  options.stage_unstage = !no_stage;
+  options.controller_attach = !no_attach;
+  options.expand = !no_expand;
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("csi-loopback"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  const std::string socket_path = SocketPathOf(endpoint);
+  if (socket_path.empty()) {
+    spdlog::error("--endpoint must be a unix:// URL, got '{}'", endpoint);
+    return 2;
+  }
+
+  // SIGTERM/SIGINT are taken by a dedicated thread via sigwait; block them before gRPC starts
+  // its threads so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  StatusOr<std::unique_ptr<VolumeState>> state = VolumeState::Open(options.state_dir);
+  if (!state.ok()) {
+    spdlog::error("cannot load state: {}", state.status().ToString());
+    return 1;
+  }
+  Status removed = RemoveStaleSocket(socket_path);
+  if (!removed.ok()) {
+    spdlog::error("{}", removed.ToString());
+    return 1;
+  }
+
+  VolumeLocks locks;
+  IdentityServer identity(options, state->get());
+  ControllerServer controller(options, state->get(), &locks);
+  NodeServer node(options, state->get(), &locks);
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
+  builder.RegisterService(&identity);
+  builder.RegisterService(&controller);
+  builder.RegisterService(&node);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    spdlog::error("cannot listen on {}", endpoint);
+    return 1;
+  }
+  spdlog::info("{} {} serving on {} (node {}, state {}, stage={}, attach={}, expand={})",
+               options.driver_name, options.vendor_version, endpoint, options.node_id,
+               options.state_dir, options.stage_unstage, options.controller_attach, options.expand);
+
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("received signal {}, shutting down", signal_number);
+    // In-flight RPCs get a few seconds to finish; mounts and devices stay as they are.
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  });
+  server->Wait();
+  stopper.join();
+  ::unlink(socket_path.c_str());
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace loopback
+}  // namespace flexcsi
+
+int main(int argc, char** argv) { return flexcsi::loopback::Run(argc, argv); }

@@ -1,0 +1,582 @@
+#include "drivers/loopback/node_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <algorithm>
+#include <boost/filesystem.hpp>
+
+#include "common/mount_table.h"
+#include "drivers/loopback/filesystem.h"
+#include "drivers/loopback/grpc_status.h"
+#include "drivers/loopback/loop_device.h"
+#include "drivers/loopback/request_validation.h"
+
+namespace flexcsi {
+namespace loopback {
+
+namespace {
+
+using csi::v1::NodeServiceCapability;
+using csi::v1::VolumeCapability;
+
+// Logs one RPC's outcome. Only ids and paths: requests may carry secrets.
+grpc::Status Finish(const char* rpc, const std::string& subject, const Status& status) {
+  if (status.ok()) {
+    spdlog::info("{} {}: OK", rpc, subject);
+  } else {
+    spdlog::warn("{} {}: {}", rpc, subject, status.ToString());
+  }
+  return ToGrpcStatus(status);
+}
+
+std::string ErrnoText() { return strerror(errno); }
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+Status EnsureDirectory(const std::string& path) {
+  boost::system::error_code ec;
+  boost::filesystem::create_directories(path, ec);
+  if (ec && !boost::filesystem::is_directory(path)) {
+    return Internal("cannot create directory " + path + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+// Block targets are files a device node gets bind-mounted onto.
+Status EnsureFile(const std::string& path) {
+  boost::system::error_code ec;
+  boost::filesystem::create_directories(boost::filesystem::path(path).parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot create file " + path + ": " + ErrnoText());
+  ::close(fd);
+  return Status::Ok();
+}
+
+// Removes a target left empty by unmounting. Refuses to delete anything with content: if an
+// unmount silently failed, the content is the volume's and must survive.
+Status RemoveTarget(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
+  int rc = S_ISDIR(st.st_mode)
+               ? ::rmdir(path.c_str())
+               : (st.st_size == 0 ? ::unlink(path.c_str()) : (errno = ENOTEMPTY, -1));
+  if (rc != 0 && errno != ENOENT) {
+    return Internal("cannot remove target " + path + ": " + ErrnoText());
+  }
+  return Status::Ok();
+}
+
+// Unmounts everything stacked at `path`.
+Status UnmountAll(const std::string& path) {
+  for (int i = 0; i < 16 && IsMountPoint(path); ++i) {
+    FLEXCSI_RETURN_IF_ERROR(Unmount(path));
+  }
+  if (IsMountPoint(path)) return Internal(path + " is still mounted after 16 unmounts");
+  return Status::Ok();
+}
+
+bool SamePath(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  boost::system::error_code ec1, ec2;
+  auto ca = boost::filesystem::weakly_canonical(a, ec1);
+  auto cb = boost::filesystem::weakly_canonical(b, ec2);
+  return !ec1 && !ec2 && ca == cb;
+}
+
+Status ApplyMountGroup(const std::string& path, const VolumeCapability& capability, bool readonly) {
+  if (!capability.has_mount()) return Status::Ok();
+  StatusOr<int64_t> gid = ParseMountGroup(capability.mount().volume_mount_group());
+  if (!gid.ok()) return gid.status();
+  if (*gid < 0 || readonly) return Status::Ok();
+  // Group ownership plus setgid on the root: files the workload creates inherit the group, and
+  // the group may write, which is what fsGroup-style mount groups promise.
+  if (::chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(*gid)) != 0) {
+    return Internal("chown " + path + " to gid " + std::to_string(*gid) + ": " + ErrnoText());
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Internal("stat " + path + ": " + ErrnoText());
+  if (::chmod(path.c_str(), (st.st_mode & 07777) | S_ISGID | S_IRWXG) != 0) {
+    return Internal("chmod " + path + ": " + ErrnoText());
+  }
+  return Status::Ok();
+}
+
+std::string MountOptionsFor(const VolumeCapability& capability, bool readonly) {
+  std::vector<std::string> options;
+  if (capability.has_mount()) {
+    options.assign(capability.mount().mount_flags().begin(),
+                   capability.mount().mount_flags().end());
+  }
+  if (readonly) options.push_back("ro");
+  return JoinMountOptions(options);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
+                                                  const VolumeCapability& capability,
+                                                  std::string* fs_type) {
+  const std::string file = state_->VolumeFilePath(volume.id);
+  StatusOr<std::string> device = AttachLoopDevice(file);
+  if (!device.ok()) return device.status();
+  if (volume.block) return device;
+
+  const std::string wanted =
+      capability.mount().fs_type().empty() ? volume.fs_type : capability.mount().fs_type();
+  StatusOr<std::string> found = ProbeFilesystem(*device);
+  if (!found.ok()) return found.status();
+  if (found->empty()) {
+    spdlog::info("formatting {} ({}) as {}", *device, volume.id, wanted);
+    FLEXCSI_RETURN_IF_ERROR(MakeFilesystem(*device, wanted));
+    *fs_type = wanted;
+  } else if (*found != wanted && !capability.mount().fs_type().empty()) {
+    return FailedPrecondition("volume " + volume.id + " holds " + *found +
+                              ", capability asks for " + wanted);
+  } else {
+    *fs_type = *found;
+  }
+  return device;
+}
+
+Status NodeServer::MountDevice(const std::string& device, const std::string& fs_type,
+                               const std::string& path, const VolumeCapability& capability,
+                               bool readonly) {
+  FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(path));
+  if (!IsMountPoint(path)) {
+    FLEXCSI_RETURN_IF_ERROR(Mount(device, path, fs_type, MountOptionsFor(capability, readonly)));
+    if (!readonly) {
+      // A volume restored or cloned into a larger size carries the smaller filesystem of its
+      // source; growing on mount makes the capacity the CO asked for visible. No-op otherwise.
+      Status grown = GrowFilesystem(fs_type, device, path);
+      if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, path, grown.ToString());
+    }
+  }
+  return ApplyMountGroup(path, capability, readonly);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeStageVolume(grpc::ServerContext*,
+                                         const csi::v1::NodeStageVolumeRequest* request,
+                                         csi::v1::NodeStageVolumeResponse*) {
+  if (!options_.stage_unstage) {
+    return Finish("NodeStageVolume", request->volume_id(),
+                  Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
+  }
+  return Finish("NodeStageVolume", request->volume_id() + " at " + request->staging_target_path(),
+                DoStage(*request));
+}
+
+Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.staging_target_path(), "staging_target_path"));
+  if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
+  const VolumeCapability& capability = request.volume_capability();
+  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
+  FLEXCSI_RETURN_IF_ERROR(ParseMountGroup(capability.has_mount()
+                                              ? capability.mount().volume_mount_group()
+                                              : std::string())
+                              .status());
+
+  auto lock = locks_->Lock("vol:" + request.volume_id());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
+  const std::string file = state_->VolumeFilePath(volume->id);
+  auto hinted = request.publish_context().find(kPublishContextBackingFile);
+  if (hinted != request.publish_context().end() && hinted->second != file) {
+    return InvalidArgument("publish_context names backing file " + hinted->second + ", volume " +
+                           volume->id + " lives in " + file);
+  }
+  auto ro = request.publish_context().find(kPublishContextReadonly);
+  const bool readonly = IsReadOnlyMode(capability.access_mode().mode()) ||
+                        (ro != request.publish_context().end() && ro->second == "true");
+  const std::string path = request.staging_target_path();
+  const std::string key = CapabilityKey(capability);
+
+  if (!volume->staging_path.empty()) {
+    if (!SamePath(volume->staging_path, path)) {
+      return FailedPrecondition("volume " + volume->id + " is already staged at " +
+                                volume->staging_path);
+    }
+    if (volume->staged_capability_key != key) {
+      return AlreadyExists("volume " + volume->id + " is staged at " + path +
+                           " with a different capability");
+    }
+    // Same request again: fall through and re-establish whatever is missing.
+  }
+
+  const bool had_device = !volume->device.empty();
+  std::string fs_type;
+  StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type);
+  Status result = device.status();
+  if (result.ok() && !volume->block) {
+    result = MountDevice(*device, fs_type, path, capability, readonly);
+  }
+  if (!result.ok()) {
+    // Leave no half-staged volume behind: a device we attached for nothing is detached.
+    if (!had_device && volume->node_publications.empty() && !IsMountPoint(path)) {
+      DetachLoopDevices(file);
+    }
+    return result;
+  }
+  volume->staging_path = path;
+  volume->staged_capability_key = key;
+  volume->device = *device;
+  return state_->PutVolume(*volume).status();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeUnstageVolume(grpc::ServerContext*,
+                                           const csi::v1::NodeUnstageVolumeRequest* request,
+                                           csi::v1::NodeUnstageVolumeResponse*) {
+  if (!options_.stage_unstage) {
+    return Finish("NodeUnstageVolume", request->volume_id(),
+                  Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
+  }
+  return Finish("NodeUnstageVolume", request->volume_id() + " at " + request->staging_target_path(),
+                DoUnstage(*request));
+}
+
+Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.staging_target_path(), "staging_target_path"));
+  auto lock = locks_->Lock("vol:" + request.volume_id());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  const std::string path = request.staging_target_path();
+  if (!volume->staging_path.empty() && !SamePath(volume->staging_path, path)) {
+    return Status::Ok();  // nothing of this volume is staged at that path
+  }
+  if (!volume->node_publications.empty()) {
+    return FailedPrecondition("volume " + volume->id + " is still published at " +
+                              volume->node_publications.begin()->first);
+  }
+  const std::string file = state_->VolumeFilePath(volume->id);
+  StatusOr<std::vector<std::string>> devices = LoopDevicesFor(file);
+  if (!devices.ok()) return devices.status();
+  // Unmount only what is ours: a mount of one of this volume's loop devices.
+  StatusOr<MountEntry> mounted = FindByTarget(path);
+  if (mounted.ok() &&
+      std::find(devices->begin(), devices->end(), mounted->source) != devices->end()) {
+    FLEXCSI_RETURN_IF_ERROR(UnmountAll(path));
+  }
+  FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
+  if (volume->staging_path.empty() && volume->device.empty()) return Status::Ok();
+  volume->staging_path.clear();
+  volume->staged_capability_key.clear();
+  volume->device.clear();
+  return state_->PutVolume(*volume).status();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodePublishVolume(grpc::ServerContext*,
+                                           const csi::v1::NodePublishVolumeRequest* request,
+                                           csi::v1::NodePublishVolumeResponse*) {
+  return Finish("NodePublishVolume", request->volume_id() + " at " + request->target_path(),
+                DoPublish(*request));
+}
+
+Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.target_path(), "target_path"));
+  if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
+  const VolumeCapability& capability = request.volume_capability();
+  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
+  FLEXCSI_RETURN_IF_ERROR(ParseMountGroup(capability.has_mount()
+                                              ? capability.mount().volume_mount_group()
+                                              : std::string())
+                              .status());
+  if (options_.stage_unstage && request.staging_target_path().empty()) {
+    return FailedPrecondition("staging_target_path is required: the node stages volumes");
+  }
+
+  auto lock = locks_->Lock("vol:" + request.volume_id());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
+
+  const std::string target = request.target_path();
+  const bool readonly = request.readonly() || IsReadOnlyMode(capability.access_mode().mode());
+  const std::string key = CapabilityKey(capability);
+
+  auto existing = volume->node_publications.find(target);
+  if (existing != volume->node_publications.end()) {
+    if (existing->second.readonly != readonly || existing->second.capability_key != key) {
+      return AlreadyExists("volume " + volume->id + " is published at " + target +
+                           " with a different capability or readonly flag");
+    }
+    if (IsMountPoint(target)) return Status::Ok();
+    // Recorded but gone (e.g. someone unmounted it): publish again below.
+  } else {
+    for (const auto& [other_target, publication] : volume->node_publications) {
+      if (publication.capability_key != key) {
+        return FailedPrecondition("volume " + volume->id + " is published at " + other_target +
+                                  " with a different capability");
+      }
+      if (capability.access_mode().mode() ==
+          VolumeCapability::AccessMode::SINGLE_NODE_SINGLE_WRITER) {
+        return FailedPrecondition("volume " + volume->id +
+                                  " is SINGLE_NODE_SINGLE_WRITER and already published at " +
+                                  other_target);
+      }
+    }
+  }
+
+  const std::string file = state_->VolumeFilePath(volume->id);
+  if (options_.stage_unstage) {
+    if (volume->staging_path.empty() ||
+        !SamePath(volume->staging_path, request.staging_target_path())) {
+      return FailedPrecondition("volume " + volume->id + " is not staged at " +
+                                request.staging_target_path());
+    }
+    if (volume->block) {
+      StatusOr<std::string> device = AttachLoopDevice(file);
+      if (!device.ok()) return device.status();
+      FLEXCSI_RETURN_IF_ERROR(EnsureFile(target));
+      if (!IsMountPoint(target)) FLEXCSI_RETURN_IF_ERROR(BindMount(*device, target, readonly));
+      volume->device = *device;
+    } else {
+      if (!IsMountPoint(volume->staging_path)) {
+        return FailedPrecondition("staging path " + volume->staging_path +
+                                  " is not mounted; stage the volume again");
+      }
+      FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(target));
+      if (!IsMountPoint(target)) {
+        FLEXCSI_RETURN_IF_ERROR(BindMount(volume->staging_path, target, readonly));
+      }
+      FLEXCSI_RETURN_IF_ERROR(ApplyMountGroup(target, capability, readonly));
+    }
+  } else {
+    // No staging: this call does what NodeStage would have done, straight onto the target.
+    const bool had_device = !volume->device.empty();
+    std::string fs_type;
+    StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type);
+    Status result = device.status();
+    if (result.ok()) {
+      if (volume->block) {
+        result = EnsureFile(target);
+        if (result.ok() && !IsMountPoint(target)) result = BindMount(*device, target, readonly);
+      } else {
+        result = MountDevice(*device, fs_type, target, capability, readonly);
+      }
+    }
+    if (!result.ok()) {
+      if (!had_device && volume->node_publications.empty()) DetachLoopDevices(file);
+      return result;
+    }
+    volume->device = *device;
+  }
+  volume->node_publications[target] = {readonly, key};
+  return state_->PutVolume(*volume).status();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeUnpublishVolume(grpc::ServerContext*,
+                                             const csi::v1::NodeUnpublishVolumeRequest* request,
+                                             csi::v1::NodeUnpublishVolumeResponse*) {
+  return Finish("NodeUnpublishVolume", request->volume_id() + " at " + request->target_path(),
+                DoUnpublish(*request));
+}
+
+Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& request) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.target_path(), "target_path"));
+  auto lock = locks_->Lock("vol:" + request.volume_id());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  const std::string target = request.target_path();
+  const bool recorded = volume->node_publications.count(target) > 0;
+  if (recorded) {
+    FLEXCSI_RETURN_IF_ERROR(UnmountAll(target));
+    FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
+  } else if (!IsMountPoint(target)) {
+    // Not ours and not mounted: the spec asks us to leave no target behind, but only an empty
+    // one may go.
+    FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
+    return Status::Ok();
+  } else {
+    return Status::Ok();  // something else is mounted there; not ours to undo
+  }
+  volume->node_publications.erase(target);
+  if (!options_.stage_unstage && volume->node_publications.empty()) {
+    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(state_->VolumeFilePath(volume->id)));
+    volume->device.clear();
+  }
+  return state_->PutVolume(*volume).status();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeGetVolumeStats(grpc::ServerContext*,
+                                            const csi::v1::NodeGetVolumeStatsRequest* request,
+                                            csi::v1::NodeGetVolumeStatsResponse* response) {
+  return Finish("NodeGetVolumeStats", request->volume_id() + " at " + request->volume_path(),
+                DoStats(*request, response));
+}
+
+Status NodeServer::DoStats(const csi::v1::NodeGetVolumeStatsRequest& request,
+                           csi::v1::NodeGetVolumeStatsResponse* response) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_path(), "volume_path"));
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  const std::string path = request.volume_path();
+  if (!PathExists(path)) return NotFound("volume path " + path + " does not exist");
+  bool known = !volume->staging_path.empty() && SamePath(volume->staging_path, path);
+  for (const auto& [target, publication] : volume->node_publications) {
+    known |= SamePath(target, path);
+  }
+  if (!known) {
+    return NotFound("volume " + volume->id + " is neither staged nor published at " + path);
+  }
+  csi::v1::VolumeCondition* condition = response->mutable_volume_condition();
+
+  if (volume->block) {
+    // A block volume's staging path is a plain directory; its size is the device's.
+    std::string device = volume->device;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) device = path;
+    StatusOr<int64_t> size =
+        device.empty() ? StatusOr<int64_t>(NotFound("no device")) : BlockDeviceSize(device);
+    if (!size.ok()) {
+      condition->set_abnormal(true);
+      condition->set_message("loop device unavailable: " + size.status().message());
+      return Status::Ok();
+    }
+    auto* usage = response->add_usage();
+    usage->set_unit(csi::v1::VolumeUsage::BYTES);
+    usage->set_total(*size);
+    condition->set_abnormal(false);
+    condition->set_message("loop device attached");
+    return Status::Ok();
+  }
+
+  if (!IsMountPoint(path)) {
+    condition->set_abnormal(true);
+    condition->set_message(path + " is not mounted");
+    return Status::Ok();
+  }
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) != 0) {
+    condition->set_abnormal(true);
+    condition->set_message("statvfs " + path + ": " + ErrnoText());
+    return Status::Ok();
+  }
+  const int64_t unit = static_cast<int64_t>(fs.f_frsize);
+  auto* bytes = response->add_usage();
+  bytes->set_unit(csi::v1::VolumeUsage::BYTES);
+  bytes->set_total(static_cast<int64_t>(fs.f_blocks) * unit);
+  bytes->set_available(static_cast<int64_t>(fs.f_bavail) * unit);
+  bytes->set_used(static_cast<int64_t>(fs.f_blocks - fs.f_bfree) * unit);
+  auto* inodes = response->add_usage();
+  inodes->set_unit(csi::v1::VolumeUsage::INODES);
+  inodes->set_total(static_cast<int64_t>(fs.f_files));
+  inodes->set_available(static_cast<int64_t>(fs.f_favail));
+  inodes->set_used(static_cast<int64_t>(fs.f_files - fs.f_ffree));
+  condition->set_abnormal(false);
+  condition->set_message("mounted");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeExpandVolume(grpc::ServerContext*,
+                                          const csi::v1::NodeExpandVolumeRequest* request,
+                                          csi::v1::NodeExpandVolumeResponse* response) {
+  if (!options_.expand) {
+    return Finish("NodeExpandVolume", request->volume_id(),
+                  Unimplemented("volume expansion is disabled (--no-expand)"));
+  }
+  return Finish("NodeExpandVolume", request->volume_id() + " at " + request->volume_path(),
+                DoExpand(*request, response));
+}
+
+Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
+                            csi::v1::NodeExpandVolumeResponse* response) {
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
+  FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_path(), "volume_path"));
+  if (request.has_volume_capability()) {
+    FLEXCSI_RETURN_IF_ERROR(ValidateCapability(request.volume_capability(), "volume_capability"));
+  }
+  auto lock = locks_->Lock("vol:" + request.volume_id());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
+  if (request.has_volume_capability()) {
+    Status matches = CheckAccessTypeMatches(*volume, request.volume_capability());
+    if (!matches.ok()) return InvalidArgument(matches.message());
+  }
+  const std::string path = request.volume_path();
+  if (!PathExists(path)) return NotFound("volume path " + path + " does not exist");
+  if (request.has_capacity_range()) {
+    const auto& range = request.capacity_range();
+    if (range.required_bytes() > volume->capacity_bytes) {
+      return OutOfRange("volume " + volume->id + " has " + std::to_string(volume->capacity_bytes) +
+                        " bytes; expand it with ControllerExpandVolume first");
+    }
+    if (range.limit_bytes() > 0 && volume->capacity_bytes > range.limit_bytes()) {
+      return OutOfRange("volume capacity exceeds limit_bytes");
+    }
+  }
+  const std::string file = state_->VolumeFilePath(volume->id);
+  StatusOr<std::vector<std::string>> devices = LoopDevicesFor(file);
+  if (!devices.ok()) return devices.status();
+  if (devices->empty()) {
+    return FailedPrecondition("volume " + volume->id + " is not attached on this node");
+  }
+  for (const std::string& device : *devices) {
+    FLEXCSI_RETURN_IF_ERROR(RefreshLoopDeviceSize(device));
+  }
+  if (!volume->block) {
+    StatusOr<MountEntry> mounted = FindByTarget(path);
+    if (!mounted.ok()) {
+      return FailedPrecondition("volume path " + path + " is not mounted");
+    }
+    FLEXCSI_RETURN_IF_ERROR(GrowFilesystem(mounted->fstype, devices->front(), path));
+  }
+  response->set_capacity_bytes(volume->capacity_bytes);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+grpc::Status NodeServer::NodeGetCapabilities(grpc::ServerContext*,
+                                             const csi::v1::NodeGetCapabilitiesRequest*,
+                                             csi::v1::NodeGetCapabilitiesResponse* response) {
+  std::vector<NodeServiceCapability::RPC::Type> types = {
+      NodeServiceCapability::RPC::GET_VOLUME_STATS,
+      NodeServiceCapability::RPC::VOLUME_CONDITION,
+      NodeServiceCapability::RPC::SINGLE_NODE_MULTI_WRITER,
+      NodeServiceCapability::RPC::VOLUME_MOUNT_GROUP,
+  };
+  if (options_.stage_unstage) types.push_back(NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME);
+  if (options_.expand) types.push_back(NodeServiceCapability::RPC::EXPAND_VOLUME);
+  for (auto type : types) response->add_capabilities()->mutable_rpc()->set_type(type);
+  return grpc::Status::OK;
+}
+
+grpc::Status NodeServer::NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeGetInfoRequest*,
+                                     csi::v1::NodeGetInfoResponse* response) {
+  response->set_node_id(options_.node_id);
+  response->set_max_volumes_per_node(options_.max_volumes_per_node);
+  (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
+      options_.node_id;
+  return grpc::Status::OK;
+}
+
+}  // namespace loopback
+}  // namespace flexcsi

@@ -1,0 +1,69 @@
+// CSI Node service: loop devices, filesystems and mounts for volumes on this machine.
+//
+// NodeStage attaches the volume's backing file to a loop device, makes a filesystem when the
+// device is blank and mounts it at the staging path; NodePublish bind-mounts the staging path
+// (or the device node, for block) onto each target. With --no-stage-unstage, NodePublish does
+// the attach/format/mount itself and the last NodeUnpublish detaches.
+//
+// Every handler re-derives what is true from the kernel (mount table, losetup) rather than
+// trusting the state file alone, so repeats and restarts converge instead of failing.
+#pragma once
+
+#include "csi.grpc.pb.h"
+#include "drivers/loopback/driver_options.h"
+#include "drivers/loopback/volume_locks.h"
+#include "drivers/loopback/volume_state.h"
+
+namespace flexcsi {
+namespace loopback {
+
+class NodeServer final : public csi::v1::Node::Service {
+ public:
+  // None of the pointers is owned; all outlive the server.
+  NodeServer(const DriverOptions& options, VolumeState* state, VolumeLocks* locks)
+      : options_(options), state_(state), locks_(locks) {}
+
+  grpc::Status NodeStageVolume(grpc::ServerContext*, const csi::v1::NodeStageVolumeRequest*,
+                               csi::v1::NodeStageVolumeResponse*) override;
+  grpc::Status NodeUnstageVolume(grpc::ServerContext*, const csi::v1::NodeUnstageVolumeRequest*,
+                                 csi::v1::NodeUnstageVolumeResponse*) override;
+  grpc::Status NodePublishVolume(grpc::ServerContext*, const csi::v1::NodePublishVolumeRequest*,
+                                 csi::v1::NodePublishVolumeResponse*) override;
+  grpc::Status NodeUnpublishVolume(grpc::ServerContext*, const csi::v1::NodeUnpublishVolumeRequest*,
+                                   csi::v1::NodeUnpublishVolumeResponse*) override;
+  grpc::Status NodeGetVolumeStats(grpc::ServerContext*, const csi::v1::NodeGetVolumeStatsRequest*,
+                                  csi::v1::NodeGetVolumeStatsResponse*) override;
+  grpc::Status NodeExpandVolume(grpc::ServerContext*, const csi::v1::NodeExpandVolumeRequest*,
+                                csi::v1::NodeExpandVolumeResponse*) override;
+  grpc::Status NodeGetCapabilities(grpc::ServerContext*, const csi::v1::NodeGetCapabilitiesRequest*,
+                                   csi::v1::NodeGetCapabilitiesResponse*) override;
+  grpc::Status NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeGetInfoRequest*,
+                           csi::v1::NodeGetInfoResponse*) override;
+
+ private:
+  Status DoStage(const csi::v1::NodeStageVolumeRequest& request);
+  Status DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request);
+  Status DoPublish(const csi::v1::NodePublishVolumeRequest& request);
+  Status DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& request);
+  Status DoStats(const csi::v1::NodeGetVolumeStatsRequest& request,
+                 csi::v1::NodeGetVolumeStatsResponse* response);
+  Status DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
+                  csi::v1::NodeExpandVolumeResponse* response);
+
+  // Attaches the volume's loop device and, for a filesystem volume, makes sure the device holds
+  // a filesystem of the wanted type. Sets *fs_type to the filesystem found or made.
+  StatusOr<std::string> AttachAndFormat(const VolumeRecord& volume,
+                                        const csi::v1::VolumeCapability& capability,
+                                        std::string* fs_type);
+  // Mounts a filesystem device at `path` (creating the directory) honouring the capability's
+  // mount flags, read-only-ness and volume_mount_group.
+  Status MountDevice(const std::string& device, const std::string& fs_type, const std::string& path,
+                     const csi::v1::VolumeCapability& capability, bool readonly);
+
+  const DriverOptions& options_;
+  VolumeState* state_;
+  VolumeLocks* locks_;
+};
+
+}  // namespace loopback
+}  // namespace flexcsi

@@ -1,0 +1,114 @@
+// The driver's memory: volumes, snapshots and where each volume is published, staged and
+// attached. Kept behind this small API so that the RPC handlers never see the file format.
+//
+// Every mutation is written to <state_dir>/state.json before it returns (temp file, fsync,
+// rename, fsync of the directory), so a driver restarted at any moment finds either the old or
+// the new state, never a torn one.
+//
+// Thread-safe: each call takes the state's own mutex. Callers that need a read-modify-write over
+// one volume serialise on that volume with VolumeLocks (volume_locks.h) first.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace flexcsi {
+namespace loopback {
+
+// ControllerPublishVolume to one node.
+struct ControllerPublication {
+  bool readonly = false;
+  std::string capability_key;  // CapabilityKey() of the capability it was published with
+};
+
+// NodePublishVolume at one target path.
+struct NodePublication {
+  bool readonly = false;
+  std::string capability_key;
+};
+
+struct VolumeRecord {
+  std::string id;
+  std::string name;
+  uint64_t seq = 0;  // creation order; ListVolumes pages by it
+  int64_t capacity_bytes = 0;
+  bool block = false;   // created for raw block access only
+  std::string fs_type;  // "ext4" or "xfs"; the filesystem NodeStage makes when the device is blank
+  std::map<std::string, std::string> parameters;
+  std::string source_snapshot_id;  // content source, at most one of the two set
+  std::string source_volume_id;
+
+  std::map<std::string, ControllerPublication> controller_publications;  // by node id
+  // Node side. staging_path is empty when not staged; device is the loop device attached for
+  // the volume (staged, or published without staging), empty when none.
+  std::string staging_path;
+  std::string staged_capability_key;
+  std::string device;
+  std::map<std::string, NodePublication> node_publications;  // by target path
+};
+
+struct SnapshotRecord {
+  std::string id;
+  std::string name;
+  uint64_t seq = 0;
+  std::string source_volume_id;
+  int64_t size_bytes = 0;
+  int64_t creation_seconds = 0;
+  int32_t creation_nanos = 0;
+};
+
+class VolumeState {
+ public:
+  // Loads <state_dir>/state.json (creating state_dir, volumes/ and snapshots/ when missing).
+  // A missing state file is an empty state; an unreadable or corrupt one is DATA_LOSS, because
+  // starting empty would orphan every volume.
+  static StatusOr<std::unique_ptr<VolumeState>> Open(const std::string& state_dir);
+
+  VolumeState(const VolumeState&) = delete;
+  VolumeState& operator=(const VolumeState&) = delete;
+
+  // Backing files. Paths only; the state does not create or remove them.
+  std::string VolumeFilePath(const std::string& volume_id) const;
+  std::string SnapshotFilePath(const std::string& snapshot_id) const;
+  const std::string& state_dir() const { return state_dir_; }
+
+  std::optional<VolumeRecord> GetVolume(const std::string& id) const;
+  std::optional<VolumeRecord> FindVolumeByName(const std::string& name) const;
+  std::vector<VolumeRecord> ListVolumes() const;  // in creation order
+
+  // Inserts or replaces by id; a new record (seq == 0) gets the next sequence number.
+  // Returns the record as stored.
+  StatusOr<VolumeRecord> PutVolume(VolumeRecord volume);
+  Status RemoveVolume(const std::string& id);  // OK when absent
+
+  // The highest sequence number handed out so far (0 when none); list tokens above it are bogus.
+  uint64_t LastIssuedSeq() const;
+
+  std::optional<SnapshotRecord> GetSnapshot(const std::string& id) const;
+  std::optional<SnapshotRecord> FindSnapshotByName(const std::string& name) const;
+  std::vector<SnapshotRecord> ListSnapshots() const;  // in creation order
+  StatusOr<SnapshotRecord> PutSnapshot(SnapshotRecord snapshot);
+  Status RemoveSnapshot(const std::string& id);
+
+ private:
+  explicit VolumeState(std::string state_dir);
+  Status Load();
+  // REQUIRES: mu_ held.
+  Status SaveLocked() const;
+
+  const std::string state_dir_;
+  mutable std::mutex mu_;
+  uint64_t next_seq_ = 1;                            // guarded by mu_
+  std::map<std::string, VolumeRecord> volumes_;      // guarded by mu_
+  std::map<std::string, SnapshotRecord> snapshots_;  // guarded by mu_
+};
+
+}  // namespace loopback
+}  // namespace flexcsi

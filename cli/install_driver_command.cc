@@ -271,9 +271,13 @@ std::string DefaultFlexexecSource(const std::string& self_exe) {
 namespace {
 
 // Options both subcommands share.
-void AddCommonFlags(CLI::App& app, std::string* driver, std::string* plugin_dir) {
-  app.add_option("--driver", *driver, "FlexVolume driver name, vendor/name (e.g. flexcsi/loopback)")
-      ->required();
+// --driver is required unless `driver_optional` (install-driver --config installs every
+// configured driver when no --driver is given).
+void AddCommonFlags(CLI::App& app, std::string* driver, std::string* plugin_dir,
+                    bool driver_optional) {
+  auto* option = app.add_option("--driver", *driver,
+                                "FlexVolume driver name, vendor/name (e.g. flexcsi/loopback)");
+  if (!driver_optional) option->required();
   app.add_option("--plugin-dir", *plugin_dir,
                  "kubelet --volume-plugin-dir or kube-controller-manager "
                  "--flex-volume-plugin-dir")
@@ -293,9 +297,10 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
   std::string flexexec;
   CLI::App app("Install a bridge-backed FlexVolume driver into a plugin directory",
                "flexcsi install-driver");
-  AddCommonFlags(app, &o.driver, &o.plugin_dir);
+  AddCommonFlags(app, &o.driver, &o.plugin_dir, /*driver_optional=*/true);
   app.add_option("--config", config_path,
-                 "bridge configuration to take this driver's attach flag and the socket from");
+                 "bridge configuration to take the attach flag and the socket from; without "
+                 "--driver, every driver it configures is installed");
   app.add_option("--flexexec", flexexec,
                  "flexexec binary to install (default: " + std::string(kPackagedFlexexecPath) +
                      ", else the one beside flexcsi)");
@@ -316,7 +321,17 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
   o.verify = !no_verify;
 
-  if (!config_path.empty()) {
+  o.flexexec_source = flexexec.empty() ? DefaultFlexexecSource("/proc/self/exe") : flexexec;
+  if (o.driver.empty() && config_path.empty()) {
+    err << "install-driver: --driver is required (or --config to install every configured "
+           "driver)\n";
+    return 2;
+  }
+
+  std::vector<InstallDriverOptions> installs;
+  if (config_path.empty()) {
+    installs.push_back(o);
+  } else {
     auto config = LoadCliBridgeConfig(config_path);
     if (!config.ok()) {
       err << "install-driver: " << config.status().message() << "\n";
@@ -324,23 +339,38 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
     }
     // Explicit flags win; the file fills in what was not given.
     if (socket->count() == 0) o.bridge_socket = config->socket;
-    if (const CliDriverConfig* d = config->FindDriver(o.driver)) {
-      if (attach->count() == 0) o.attach = d->attach;
+    if (!o.driver.empty()) {
+      if (const CliDriverConfig* d = config->FindDriver(o.driver)) {
+        if (attach->count() == 0) o.attach = d->attach;
+      } else {
+        err << "install-driver: warning: " << config_path << " configures no driver " << o.driver
+            << "; the bridge will answer its calls with a Failure\n";
+      }
+      installs.push_back(o);
     } else {
-      err << "install-driver: warning: " << config_path << " configures no driver " << o.driver
-          << "; the bridge will answer its calls with a Failure\n";
+      if (config->drivers.empty()) {
+        err << "install-driver: " << config_path << " configures no drivers\n";
+        return 1;
+      }
+      for (const auto& d : config->drivers) {
+        InstallDriverOptions one = o;
+        one.driver = d.flex_driver;
+        if (attach->count() == 0) one.attach = d.attach;
+        installs.push_back(one);
+      }
     }
   }
-  o.flexexec_source = flexexec.empty() ? DefaultFlexexecSource("/proc/self/exe") : flexexec;
 
-  auto report = InstallDriver(o);
-  if (!report.ok()) {
-    err << "install-driver: " << report.status().ToString() << "\n";
-    return 1;
+  for (const auto& one : installs) {
+    auto report = InstallDriver(one);
+    if (!report.ok()) {
+      err << "install-driver: " << one.driver << ": " << report.status().ToString() << "\n";
+      return 1;
+    }
+    PrintReport(*report, out);
+    if (!report->init_reply.empty()) out << "init: " << report->init_reply;
+    if (!report->init_reply.empty() && report->init_reply.back() != '\n') out << "\n";
   }
-  PrintReport(*report, out);
-  if (!report->init_reply.empty()) out << "init: " << report->init_reply;
-  if (!report->init_reply.empty() && report->init_reply.back() != '\n') out << "\n";
   return 0;
 }
 
@@ -350,7 +380,7 @@ int RunUninstallDriverCommand(const std::vector<std::string>& args, std::ostream
   std::string plugin_dir = kDefaultFlexPluginDir;
   CLI::App app("Remove a FlexVolume driver installed by install-driver",
                "flexcsi uninstall-driver");
-  AddCommonFlags(app, &driver, &plugin_dir);
+  AddCommonFlags(app, &driver, &plugin_dir, /*driver_optional=*/false);
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
   auto report = UninstallDriver(driver, plugin_dir);
   if (!report.ok()) {

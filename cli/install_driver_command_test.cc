@@ -262,6 +262,28 @@ TEST_F(InstallDriverTest, CommandLineRefusesBadNameAndMissingDriverFlag) {
   EXPECT_NE(out.str().find("--no-attach"), std::string::npos);
 }
 
+TEST_F(InstallDriverTest, CommandLineWithConfigOnlyInstallsEveryConfiguredDriver) {
+  const std::string config = root_ + "/bridge.yaml";
+  WriteFile(config,
+            "drivers:\n"
+            "  - {flexDriver: flexcsi/loopback, csiEndpoint: unix:///a.sock}\n"
+            "  - {flexDriver: example/nfs, csiEndpoint: unix:///b.sock, attach: false}\n",
+            0644);
+  std::ostringstream out, err;
+  ASSERT_EQ(RunInstallDriverCommand(
+                {"--plugin-dir", plugin_dir_, "--config", config, "--flexexec", fake_flexexec_},
+                out, err),
+            0)
+      << err.str();
+  EXPECT_EQ(ListDir(plugin_dir_), (std::vector<std::string>{"example~nfs", "flexcsi~loopback"}));
+  EXPECT_EQ(nlohmann::json::parse(
+                ReadFile(plugin_dir_ + "/example~nfs/flexcsi.json"))["capabilities"]["attach"],
+            false);
+  EXPECT_EQ(nlohmann::json::parse(
+                ReadFile(plugin_dir_ + "/flexcsi~loopback/flexcsi.json"))["capabilities"]["attach"],
+            true);
+}
+
 #ifdef FLEXCSI_REAL_FLEXEXEC
 TEST_F(InstallDriverTest, RealFlexexecAnswersInitAfterInstall) {
   InstallDriverOptions o = Options();

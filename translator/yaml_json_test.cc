@@ -1,1 +1,61 @@
-#include <gtest/gtest.h>
+#include "translator/yaml_json.h"
+
+#include "translator/test_json.h"
+
+namespace flexcsi {
+namespace translator {
+namespace {
+
+TEST(YamlJsonTest, ScalarsResolveWithCoreSchema) {
+  auto docs = ParseYamlDocuments(
+      "a: true\nb: 'true'\nc: 12\nd: \"12\"\ne: ~\nf: 1.5\ng: yes\nh: -7\ni: \n---\nx: 1\n---\n");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_JSON_EQ((*docs)[0], J(R"({"a":true,"b":"true","c":12,"d":"12","e":null,"f":1.5,"g":"yes","h":-7,"i":null})"));
+  EXPECT_JSON_EQ((*docs)[1], J(R"({"x":1})"));
+}
+
+TEST(YamlJsonTest, RoundTripQuotesAmbiguousStrings) {
+  nlohmann::json value = J(R"({"s":["true","12","","yes","null","plain: colon","a"],"n":3,"b":false,"e":{},"l":[]})");
+  std::string yaml = JsonToYaml(value);
+  auto back = ParseYamlDocuments(yaml);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << yaml;
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_JSON_EQ((*back)[0], value);
+}
+
+TEST(YamlJsonTest, Errors) {
+  EXPECT_FALSE(ParseYamlDocuments("a: [").ok());
+  EXPECT_EQ(ParseJsonText("{\"a\":").status().message(),
+            "invalid JSON: parse error at line 1, column 6: syntax error while parsing value - "
+            "unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(ParseJsonText(std::string(100000, '[')).status().message(),
+            "invalid JSON: nested deeper than 512 levels");
+  std::string block;
+  for (int i = 0; i < 600; ++i) block += std::string(i, ' ') + "a:\n";
+  auto deep_yaml = ParseYamlDocuments(block);
+  ASSERT_FALSE(deep_yaml.ok());
+  EXPECT_EQ(deep_yaml.status().message(), "YAML input is nested deeper than 512 levels");
+  auto deep_flow = ParseYamlDocuments(std::string(600, '[') + std::string(600, ']'));
+  ASSERT_FALSE(deep_flow.ok());
+  EXPECT_EQ(deep_flow.status().message().substr(0, 13), "invalid YAML:");
+  EXPECT_FALSE(ParseYamlDocuments(std::string(100000, '[')).ok());
+}
+
+TEST(YamlJsonTest, AliasBombIsRejected) {
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (int i = 0; i < 9; ++i) {
+    std::string name = "l" + std::to_string(i);
+    text += name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" +
+            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+    prev = name;
+  }
+  auto docs = ParseYamlDocuments(text);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(), "YAML input expands to more than 20000000 nodes");
+}
+
+}  // namespace
+}  // namespace translator
+}  // namespace flexcsi

@@ -1,0 +1,68 @@
+// Every bridge configuration flexcsi ships (Kubernetes base and overlays, the Debian default,
+// and each mapping profile wrapped in a configuration) must load in the real bridge's own
+// loader, which validates everything the daemon validates at start: a config that only the
+// daemon would reject must not ship.
+#include <dirent.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bridge/bridge_config.h"
+
+namespace flexcsi {
+namespace {
+
+const std::string kRepo = FLEXCSI_SOURCE_DIR;
+
+std::vector<std::string> ShippedConfigs() {
+  std::vector<std::string> files = {kRepo + "/deploy/debian/bridge.yaml",
+                                    kRepo + "/deploy/kubernetes/base/bridge-node.yaml",
+                                    kRepo + "/deploy/kubernetes/base/bridge-controller.yaml"};
+  for (const char* overlay : {"nfs", "digitalocean", "juicefs"}) {
+    files.push_back(kRepo + "/deploy/kubernetes/overlays/" + overlay + "/bridge-node.yaml");
+  }
+  files.push_back(kRepo + "/deploy/kubernetes/overlays/digitalocean/bridge-controller.yaml");
+  return files;
+}
+
+TEST(ShippedBridgeConfigsTest, EveryConfigLoadsInTheBridge) {
+  for (const std::string& file : ShippedConfigs()) {
+    auto config = BridgeConfig::LoadFile(file);
+    ASSERT_TRUE(config.ok()) << file << ": " << config.status().ToString();
+    EXPECT_FALSE(config->drivers.empty()) << file;
+  }
+}
+
+TEST(ShippedBridgeConfigsTest, ProfilesLoadAsDriverEntries) {
+  for (const char* profile : {"nfs", "digitalocean", "juicefs"}) {
+    const std::string path = kRepo + "/drivers/profiles/" + profile + ".yaml";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::string config = "drivers:\n";
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line[0] == '#') continue;
+      config += (first ? "  - " : "    ") + line + "\n";
+      first = false;
+    }
+    const std::string file = testing::TempDir() + "/profile-" + profile + ".yaml";
+    std::ofstream(file) << config;
+    auto loaded = BridgeConfig::LoadFile(file);
+    ASSERT_TRUE(loaded.ok()) << path << ": " << loaded.status().ToString();
+    ASSERT_EQ(loaded->drivers.size(), 1u);
+  }
+}
+
+TEST(ShippedBridgeConfigsTest, LoaderRejectsABrokenCopy) {
+  // Guards the test above: the loader does reject a bad driver entry.
+  const std::string file = testing::TempDir() + "/broken.yaml";
+  std::ofstream(file) << "drivers:\n  - flexDriver: flexcsi/loopback\n    csiEndpoint: tcp://x\n";
+  EXPECT_FALSE(BridgeConfig::LoadFile(file).ok());
+}
+
+}  // namespace
+}  // namespace flexcsi

@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""Offline validation of flexcsi's Kubernetes manifests, so that a typo cannot ship.
+
+For every kustomization given (base and overlays) this
+  1. renders it with the real `kubectl kustomize` (catches kustomize errors, bad patches,
+     failed JSON-patch `test` guards, missing files);
+  2. checks every object against the Kubernetes API schema, taken from the official Python
+     client's generated models (Debian's python3-kubernetes, generated from the OpenAPI spec):
+     unknown fields anywhere (a typo such as `mountPropogation`), wrong types, and required
+     fields missing;
+  3. applies the API server's own validation rules that a client dry-run would need a server
+     for: DNS names, unique container/volume names, every volumeMount backed by a volume,
+     Bidirectional propagation only in privileged containers, named probe ports that exist,
+     selectors that match the pod template, references to ConfigMaps and ServiceAccounts that
+     are part of the same rendering, hostPath types, explicit image tags;
+  4. checks flexcsi's own wiring: each bridge configuration in a ConfigMap parses, names valid
+     drivers, and every CSI endpoint it calls is served by a sidecar through the same volume,
+     and its socket sits on a hostPath that the host's flexexec can reach.
+
+Usage: validate_manifests.py [--kubectl PATH] KUSTOMIZATION_DIR...
+Exit status 0 when everything is valid; 1 with one line per problem otherwise.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+
+import yaml
+from kubernetes.client import ApiClient
+from kubernetes.client import models
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+IANA_SVC_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+HOSTPATH_TYPES = {"", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
+                  "CharDevice", "BlockDevice"}
+FLEX_DRIVER = re.compile(r"^[A-Za-z0-9._-]+/[A-Za-z0-9._-]+$")
+NAMESPACED_KINDS = {"ServiceAccount", "ConfigMap", "Secret", "DaemonSet", "Deployment", "Pod",
+                    "Role", "RoleBinding", "Service", "PersistentVolumeClaim"}
+# Primitive types of the generated models; "object" is anything (IntOrString, Quantity, ...).
+PRIMITIVES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
+              "date": (str,), "datetime": (str,), "object": (object,)}
+
+
+class Problems:
+    def __init__(self):
+        self.items = []
+
+    def add(self, where, message):
+        self.items.append(f"{where}: {message}")
+
+
+def model_class(api_version, kind):
+    version = api_version.split("/")[-1]
+    name = version[0].upper() + version[1:] + kind
+    return name if hasattr(models, name) else None
+
+
+def check_schema(value, type_name, path, problems):
+    """Walks `value` against the generated model type `type_name`, reporting unknown fields and
+    wrong types (the generated deserializer silently drops unknown fields, so it cannot)."""
+    if value is None:
+        return
+    if type_name.startswith("list["):
+        if not isinstance(value, list):
+            problems.add(path, f"expected a list, got {type(value).__name__}")
+            return
+        for i, item in enumerate(value):
+            check_schema(item, type_name[5:-1], f"{path}[{i}]", problems)
+        return
+    if type_name.startswith("dict("):
+        if not isinstance(value, dict):
+            problems.add(path, f"expected a map, got {type(value).__name__}")
+            return
+        inner = type_name[type_name.index(",") + 1:-1].strip()
+        for k, v in value.items():
+            check_schema(v, inner, f"{path}.{k}", problems)
+        return
+    if type_name in PRIMITIVES:
+        if type_name in ("int", "float") and isinstance(value, bool):
+            problems.add(path, f"expected {type_name}, got a boolean")
+        elif not isinstance(value, PRIMITIVES[type_name]):
+            problems.add(path, f"expected {type_name}, got {type(value).__name__} ({value!r})")
+        return
+    cls = getattr(models, type_name, None)
+    if cls is None:
+        problems.add(path, f"schema has no type {type_name}")
+        return
+    if not isinstance(value, dict):
+        problems.add(path, f"expected an object ({type_name}), got {type(value).__name__}")
+        return
+    json_to_attr = {v: k for k, v in cls.attribute_map.items()}
+    for key, v in value.items():
+        if key not in json_to_attr:
+            problems.add(path, f"unknown field \"{key}\" in {type_name}")
+            continue
+        check_schema(v, cls.openapi_types[json_to_attr[key]], f"{path}.{key}", problems)
+
+
+def check_required(obj, class_name, where, problems):
+    """The generated constructors reject missing required fields (client-side validation)."""
+    try:
+        ApiClient()._ApiClient__deserialize(obj, class_name)
+    except (ValueError, TypeError) as e:
+        problems.add(where, f"invalid {class_name}: {e}")
+
+
+def check_metadata(obj, where, problems):
+    meta = obj.get("metadata") or {}
+    name = meta.get("name", "")
+    if not DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
+        problems.add(where, f"metadata.name \"{name}\" is not a DNS-1123 subdomain")
+    if obj.get("kind") in NAMESPACED_KINDS and not meta.get("namespace"):
+        problems.add(where, "namespaced object without a namespace")
+    for section in ("labels",):
+        for k, v in (meta.get(section) or {}).items():
+            if not isinstance(v, str) or not LABEL_VALUE.match(v) or len(v) > 63:
+                problems.add(where, f"label {k}={v!r} is not a valid label value")
+
+
+def container_mount_map(container):
+    return {(m.get("mountPath") or "").rstrip("/") or "/": m
+            for m in container.get("volumeMounts") or []}
+
+
+def resolve(container, path):
+    """(volume name, path inside the volume) through which `container` sees `path`, taking
+    the deepest mount; None when no mount covers it."""
+    best = None
+    for mount_path, m in container_mount_map(container).items():
+        if path == mount_path or path.startswith(mount_path + "/"):
+            if best is None or len(mount_path) > len(best[0]):
+                best = (mount_path, m)
+    if best is None:
+        return None
+    mount_path, m = best
+    rel = path[len(mount_path):].lstrip("/")
+    sub = m.get("subPath", "")
+    return m["name"], "/".join(p for p in (sub, rel) if p)
+
+
+def check_pod_spec(spec, where, rendered, namespace, problems):
+    volumes = {}
+    for v in spec.get("volumes") or []:
+        if v.get("name") in volumes:
+            problems.add(where, f"volume \"{v.get('name')}\" defined twice")
+        volumes[v.get("name")] = v
+        if "hostPath" in v and v["hostPath"].get("type", "") not in HOSTPATH_TYPES:
+            problems.add(where, f"volume {v['name']}: bad hostPath type {v['hostPath']['type']}")
+        if "configMap" in v:
+            ref = v["configMap"].get("name")
+            if ("ConfigMap", namespace, ref) not in rendered:
+                problems.add(where, f"volume {v['name']} uses ConfigMap \"{ref}\" that is not "
+                                    f"part of this rendering")
+    names = set()
+    containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    for c in containers:
+        cw = f"{where} container {c.get('name')}"
+        if c.get("name") in names:
+            problems.add(cw, "container name used twice")
+        names.add(c.get("name"))
+        if not DNS1123_LABEL.match(c.get("name") or ""):
+            problems.add(cw, "container name is not a DNS-1123 label")
+        image = c.get("image", "")
+        if ":" not in image.split("/")[-1] and "@" not in image:
+            problems.add(cw, f"image \"{image}\" has no explicit tag")
+        privileged = bool((c.get("securityContext") or {}).get("privileged"))
+        seen_paths = set()
+        for m in c.get("volumeMounts") or []:
+            m = {"name": None, "mountPath": "", **m}
+            if m["name"] not in volumes:
+                problems.add(cw, f"volumeMount {m['mountPath']} names missing volume "
+                                 f"\"{m['name']}\"")
+            if m["mountPath"] in seen_paths:
+                problems.add(cw, f"mountPath {m['mountPath']} mounted twice")
+            seen_paths.add(m["mountPath"])
+            prop = m.get("mountPropagation", "None")
+            if prop not in ("None", "HostToContainer", "Bidirectional"):
+                problems.add(cw, f"mountPropagation {prop} is not a valid value")
+            if prop == "Bidirectional" and not privileged:
+                problems.add(cw, "Bidirectional mount propagation requires privileged: true")
+        ports = {}
+        for p in c.get("ports") or []:
+            if "name" in p:
+                if not IANA_SVC_NAME.match(p["name"]) or len(p["name"]) > 15:
+                    problems.add(cw, f"port name \"{p['name']}\" is not an IANA service name")
+                ports[p["name"]] = p
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+            pr = c.get(probe)
+            if not pr:
+                continue
+            for handler in ("httpGet", "tcpSocket", "grpc"):
+                port = (pr.get(handler) or {}).get("port")
+                if isinstance(port, str) and port not in ports:
+                    problems.add(cw, f"{probe} uses port \"{port}\" the container does not name")
+    sa = spec.get("serviceAccountName")
+    if sa and sa != "default" and ("ServiceAccount", namespace, sa) not in rendered:
+        problems.add(where, f"serviceAccountName \"{sa}\" is not part of this rendering")
+    return volumes, containers
+
+
+def endpoint_flag(container):
+    for arg in (container.get("command") or []) + (container.get("args") or []):
+        if isinstance(arg, str) and arg.startswith("--endpoint="):
+            return arg[len("--endpoint="):]
+    return None
+
+
+def host_path_of(volumes, resolved):
+    """The host path behind a (volume, path inside it) pair, or None if not a hostPath."""
+    if resolved is None or "hostPath" not in volumes.get(resolved[0], {}):
+        return None
+    base = volumes[resolved[0]]["hostPath"]["path"].rstrip("/")
+    return base + ("/" + resolved[1] if resolved[1] else "")
+
+
+def served_host_sockets(docs):
+    """Host paths of every CSI socket some container in the rendering serves (--endpoint)."""
+    served = set()
+    for d in docs:
+        spec = ((d.get("spec") or {}).get("template") or {}).get("spec") or d.get("spec") or {}
+        volumes = {v["name"]: v for v in spec.get("volumes") or []}
+        for c in spec.get("containers") or []:
+            ep = endpoint_flag(c)
+            if ep and ep.startswith("unix://"):
+                hp = host_path_of(volumes, resolve(c, ep[len("unix://"):]))
+                if hp:
+                    served.add(hp)
+    return served
+
+
+def check_bridge_wiring(obj, where, rendered, volumes, containers, problems, served_on_host):
+    """The bridge container's configuration must name CSI endpoints that a sidecar serves
+    through the same volume (or, for a hostPath, some container on the same host path), and a
+    socket on a hostPath (the host's flexexec connects to it)."""
+    bridge = next((c for c in containers if c.get("name") == "bridge"), None)
+    if bridge is None:
+        return
+    config_volume = resolve(bridge, "/etc/flexcsi/bridge.yaml")
+    if config_volume is None or "configMap" not in volumes.get(config_volume[0], {}):
+        problems.add(where, "bridge container does not mount its ConfigMap at /etc/flexcsi")
+        return
+    cm_name = volumes[config_volume[0]]["configMap"]["name"]
+    cm = rendered.get(("ConfigMap", obj["metadata"].get("namespace"), cm_name))
+    if cm is None:
+        return  # reported by check_pod_spec
+    text = (cm.get("data") or {}).get("bridge.yaml")
+    if text is None:
+        problems.add(where, f"ConfigMap {cm_name} has no bridge.yaml key")
+        return
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        problems.add(where, f"ConfigMap {cm_name} bridge.yaml does not parse: {e}")
+        return
+    cw = f"{where} ConfigMap {cm_name}"
+    if not isinstance(config, dict):
+        problems.add(cw, "bridge.yaml is not a map")
+        return
+    socket = config.get("socket", "/run/flexcsi/bridge.sock")
+    vol = resolve(bridge, socket)
+    if vol is None or "hostPath" not in volumes.get(vol[0], {}):
+        problems.add(cw, f"socket {socket} is not on a hostPath volume of the bridge container, "
+                         f"so the host's flexexec cannot reach it")
+    for key in ("stateDatabase",):
+        if key in config and resolve(bridge, config[key]) is None:
+            problems.add(cw, f"{key} {config[key]} is not on a volume (lost on restart)")
+    metrics = str(config.get("metricsAddress", ""))
+    port_numbers = {p.get("containerPort") for p in bridge.get("ports") or []}
+    if metrics and int(metrics.rsplit(":", 1)[1]) not in port_numbers:
+        problems.add(cw, f"metricsAddress {metrics} is not a declared container port "
+                         f"(the probes would fail)")
+    drivers = config.get("drivers") or []
+    if not drivers:
+        problems.add(cw, "no drivers configured")
+    for d in drivers:
+        flex = d.get("flexDriver", "")
+        if not FLEX_DRIVER.match(flex) or flex.split("/")[0].startswith("."):
+            problems.add(cw, f"flexDriver \"{flex}\" is not vendor/name")
+        rule = d.get("rule") or {}
+        if not rule.get("csiDriver"):
+            problems.add(cw, f"{flex}: rule.csiDriver missing")
+        handle = rule.get("volumeHandle") or {}
+        if ("fromOption" in handle) == ("template" in handle):
+            problems.add(cw, f"{flex}: volumeHandle needs exactly one of fromOption, template")
+        if not isinstance(d.get("attach", True), bool):
+            problems.add(cw, f"{flex}: attach must be true or false")
+        endpoint = d.get("csiEndpoint", "")
+        if not endpoint.startswith("unix:///"):
+            problems.add(cw, f"{flex}: csiEndpoint {endpoint} is not unix:///...")
+            continue
+        seen_by_bridge = resolve(bridge, endpoint[len("unix://"):])
+        if seen_by_bridge is None:
+            problems.add(cw, f"{flex}: the bridge has no volume holding {endpoint}")
+            continue
+        served = host_path_of(volumes, seen_by_bridge) in served_on_host
+        for c in containers:
+            ep = endpoint_flag(c)
+            if c is bridge or not ep or not ep.startswith("unix://"):
+                continue
+            if resolve(c, ep[len("unix://"):]) == seen_by_bridge:
+                served = True
+        if not served:
+            problems.add(cw, f"{flex}: no sidecar serves {endpoint} (no container's --endpoint "
+                             f"lands on the same volume and path)")
+
+
+def validate_rendering(name, text, problems):
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    rendered = {}
+    for d in docs:
+        key = (d.get("kind"), (d.get("metadata") or {}).get("namespace"),
+               (d.get("metadata") or {}).get("name"))
+        if key in rendered:
+            problems.add(name, f"{key} rendered twice")
+        rendered[key] = d
+    served_on_host = served_host_sockets(docs)
+    for d in docs:
+        kind = d.get("kind", "?")
+        where = f"{name}: {kind}/{(d.get('metadata') or {}).get('name', '?')}"
+        cls = model_class(d.get("apiVersion", ""), kind)
+        if cls is None:
+            problems.add(where, f"unknown apiVersion/kind {d.get('apiVersion')}/{kind}")
+            continue
+        check_schema(d, cls, where, problems)
+        check_required(d, cls, where, problems)
+        check_metadata(d, where, problems)
+        namespace = (d.get("metadata") or {}).get("namespace")
+        spec = None
+        if kind in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
+            template = (d.get("spec") or {}).get("template") or {}
+            selector = ((d.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            for k, v in selector.items():
+                if labels.get(k) != v:
+                    problems.add(where, f"selector {k}={v} does not match the pod template")
+            spec = template.get("spec") or {}
+        elif kind == "Pod":
+            spec = d.get("spec") or {}
+        if spec is not None:
+            try:
+                volumes, containers = check_pod_spec(spec, where, rendered, namespace, problems)
+                check_bridge_wiring(d, where, rendered, volumes, containers, problems,
+                                    served_on_host)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                problems.add(where, f"malformed pod spec ({type(e).__name__}: {e})")
+    return len(docs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kubectl", default="kubectl")
+    parser.add_argument("dirs", nargs="+")
+    args = parser.parse_args()
+    problems = Problems()
+    for d in args.dirs:
+        result = subprocess.run([args.kubectl, "kustomize", d], capture_output=True, text=True)
+        if result.returncode != 0:
+            problems.add(d, "kubectl kustomize failed: " + result.stderr.strip())
+            continue
+        count = validate_rendering(d, result.stdout, problems)
+        print(f"{d}: {count} objects rendered and checked")
+    for p in problems.items:
+        print("INVALID " + p)
+    print(f"manifest problems: {len(problems.items)}")
+    return 1 if problems.items else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Tests of the manifest validator itself and of what the manifests must agree with.
+
+Every breakage case copies deploy/kubernetes into a temp dir, breaks one thing the way a typo
+would, and requires validate_manifests.py to reject it naming the problem: a validator that
+accepted everything would pass the shipped manifests too.
+
+Usage: validate_manifests_test.py REPO_ROOT KUBECTL
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+REPO = KUBECTL = None
+VALIDATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validate_manifests.py")
+
+
+def run_validator(root, *dirs):
+    result = subprocess.run([sys.executable, VALIDATOR, "--kubectl", KUBECTL] +
+                            [os.path.join(root, d) for d in dirs], capture_output=True, text=True)
+    return result.returncode, result.stdout + result.stderr
+
+
+class BrokenManifestsAreRejected(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="flexcsi-manifests-")
+        shutil.copytree(os.path.join(REPO, "deploy", "kubernetes"), os.path.join(self.tmp, "k"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def edit(self, relpath, old, new):
+        path = os.path.join(self.tmp, "k", relpath)
+        with open(path) as f:
+            text = f.read()
+        self.assertIn(old, text, f"{old!r} not in {relpath}: the test needs updating")
+        with open(path, "w") as f:
+            f.write(text.replace(old, new, 1))
+
+    def assertRejected(self, expected, *dirs):
+        rc, out = run_validator(os.path.join(self.tmp, "k"), *(dirs or ("base",)))
+        self.assertEqual(rc, 1, out)
+        self.assertIn(expected, out)
+
+    def test_shipped_copy_is_accepted(self):
+        rc, out = run_validator(os.path.join(self.tmp, "k"), "base", "overlays/loopback")
+        self.assertEqual(rc, 0, out)
+
+    def test_misspelled_field(self):
+        self.edit("base/node-daemonset.yaml", "mountPropagation: Bidirectional",
+                  "mountPropogation: Bidirectional")
+        self.assertRejected('unknown field "mountPropogation"')
+
+    def test_wrong_type(self):
+        self.edit("base/node-daemonset.yaml", "containerPort: 9809", 'containerPort: "9809"')
+        self.assertRejected("expected int")
+
+    def test_missing_required_field(self):
+        self.edit("base/controller-daemonset.yaml", "- name: csi-controller\n",
+                  "- stdin: false\n")
+        self.assertRejected("must not be `None`")
+
+    def test_mount_of_undefined_volume(self):
+        self.edit("base/node-daemonset.yaml", "- name: dev\n              mountPath: /dev",
+                  "- name: devices\n              mountPath: /dev")
+        self.assertRejected('names missing volume "devices"')
+
+    def test_bidirectional_without_privilege(self):
+        self.edit("base/node-daemonset.yaml", "privileged: true", "privileged: false")
+        self.assertRejected("Bidirectional mount propagation requires privileged")
+
+    def test_probe_on_unnamed_port(self):
+        self.edit("base/node-daemonset.yaml", "port: metrics", "port: metric")
+        self.assertRejected('uses port "metric"')
+
+    def test_csi_endpoint_typo_in_bridge_config(self):
+        self.edit("base/bridge-node.yaml", "loopback.csi.flexcsi.io/csi.sock",
+                  "loopback.csi.flexcsi.io/cs.sock")
+        self.assertRejected("no sidecar serves")
+
+    def test_bad_flex_driver_name(self):
+        self.edit("base/bridge-node.yaml", "flexDriver: flexcsi/loopback", "flexDriver: loopback")
+        self.assertRejected('"loopback" is not vendor/name')
+
+    def test_socket_not_on_a_host_path(self):
+        self.edit("base/bridge-node.yaml", "socket: /run/flexcsi/bridge.sock",
+                  "socket: /tmp/bridge.sock")
+        self.assertRejected("host's flexexec cannot reach it")
+
+    def test_selector_not_matching_template(self):
+        self.edit("base/node-daemonset.yaml", "      labels:\n        app.kubernetes.io/name: flexcsi\n"
+                  "        app.kubernetes.io/component: node",
+                  "      labels:\n        app.kubernetes.io/name: flexcsi\n"
+                  "        app.kubernetes.io/component: nodes")
+        self.assertRejected("does not match the pod template")
+
+    def test_patch_guard_catches_reordered_base(self):
+        # The loopback overlay removes containers by index behind JSON-patch `test` guards.
+        self.edit("base/controller-daemonset.yaml", "- name: csi-controller\n",
+                  "- name: csi-ctrl\n")
+        self.assertRejected("kubectl kustomize failed", "overlays/loopback")
+
+    def test_broken_yaml(self):
+        self.edit("base/namespace.yaml", "kind: Namespace", "kind: Namespace\n  bad: [")
+        self.assertRejected("kubectl kustomize failed")
+
+
+class ConfigsAgreeWithProfiles(unittest.TestCase):
+    def load(self, *parts):
+        with open(os.path.join(REPO, *parts)) as f:
+            return yaml.safe_load(f)
+
+    def test_overlay_driver_entries_are_the_profiles(self):
+        for name in ("nfs", "digitalocean", "juicefs"):
+            profile = self.load("drivers", "profiles", f"{name}.yaml")
+            node = self.load("deploy", "kubernetes", "overlays", name, "bridge-node.yaml")
+            self.assertEqual(node["drivers"], [profile], name)
+
+    def test_digitalocean_controller_differs_from_profile_only_in_endpoint(self):
+        profile = self.load("drivers", "profiles", "digitalocean.yaml")
+        controller = self.load("deploy", "kubernetes", "overlays", "digitalocean",
+                               "bridge-controller.yaml")
+        entry = dict(controller["drivers"][0])
+        self.assertEqual(entry.pop("csiEndpoint"), "unix:///csi/csi.sock")
+        profile.pop("csiEndpoint")
+        self.assertEqual(entry, profile)
+
+    def test_package_default_config_matches_base_driver(self):
+        package = self.load("deploy", "debian", "bridge.yaml")
+        base = self.load("deploy", "kubernetes", "base", "bridge-node.yaml")
+        self.assertEqual(package["drivers"], base["drivers"])
+        self.assertEqual(package["metricsAddress"], "127.0.0.1:9809")  # host: local only
+
+
+if __name__ == "__main__":
+    REPO, KUBECTL = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1], verbosity=2)

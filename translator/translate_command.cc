@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -193,12 +194,14 @@ class Command {
     }
   }
 
-  // Translates every item; failures are reported and counted, not fatal.
-  std::vector<Json> TranslateItems(const std::vector<const Json*>& items) {
-    std::vector<Json> out;
-    out.reserve(items.size());
-    for (size_t i = 0; i < items.size(); ++i) {
-      const Json& item = *items[i];
+  // Translates every element of `items` (an array) in place; failures are reported and
+  // counted, not fatal, and left out. Each input element is released as soon as it has been
+  // translated, so a large dump is not held twice.
+  void TranslateItems(Json& items) {
+    Json translated = Json::array();
+    const size_t total = items.size();
+    for (size_t i = 0; i < total; ++i) {
+      Json& item = items[i];
       last_plugin_.clear();
       StatusOr<std::vector<Json>> result = TranslateObject(item, true);
       std::string plugin = last_plugin_.empty() ? "-" : last_plugin_;
@@ -216,14 +219,15 @@ class Command {
           ++summary_.unchanged;
         }
         ++summary_.by_plugin[plugin][outcome];
-        for (Json& j : *result) out.push_back(std::move(j));
+        for (Json& j : *result) translated.push_back(std::move(j));
       }
-      if (progress_ && items.size() >= kProgressThreshold && (i + 1) % 500 == 0) {
-        err_ << "\rtranslating: " << i + 1 << "/" << items.size() << std::flush;
+      item = nullptr;
+      if (progress_ && total >= kProgressThreshold && (i + 1) % 500 == 0) {
+        err_ << "\rtranslating: " << i + 1 << "/" << total << std::flush;
       }
     }
-    if (progress_ && items.size() >= kProgressThreshold) err_ << "\r\033[K" << std::flush;
-    return out;
+    if (progress_ && total >= kProgressThreshold) err_ << "\r\033[K" << std::flush;
+    items = std::move(translated);
   }
 
   void PrintSummary() {
@@ -393,6 +397,16 @@ class Command {
   Outcome last_outcome_ = Outcome::kTranslated;
 };
 
+// Streams pretty JSON without building the whole text first. Text parsed from JSON is valid
+// UTF-8 and can be streamed; values from YAML may not be, and are dumped with replacement.
+void WriteJson(std::ostream& out, const Json& value, bool valid_utf8) {
+  if (valid_utf8) {
+    out << std::setw(2) << value << "\n";
+  } else {
+    out << value.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+  }
+}
+
 std::string Render(const Json& value, bool yaml) {
   if (yaml) return JsonToYaml(value);
   return value.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -491,46 +505,39 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     return 0;
   }
 
-  // Lists, arrays and several documents: translate what can be, report the rest.
+  // Lists, arrays and several documents: translate what can be, report the rest. Documents
+  // are rewritten in place.
   std::vector<Json> outputs;
-  for (const Json& doc : docs) {
-    std::vector<const Json*> items;
-    const Json* list_items = nullptr;
-    if (IsList(doc)) {
-      list_items = FindField(doc, "items");
-    } else if (doc.is_array()) {
-      list_items = &doc;
-    }
-    if (list_items != nullptr) {
-      for (const Json& item : *list_items) items.push_back(&item);
-    } else if (!IsList(doc)) {
-      items.push_back(&doc);
-    }
-    std::vector<Json> translated = command.TranslateItems(items);
+  for (Json& doc : docs) {
     if (doc.is_array()) {
-      outputs.push_back(Json(std::move(translated)));
+      command.TranslateItems(doc);
+      outputs.push_back(std::move(doc));
     } else if (IsList(doc)) {
-      Json list = doc;
+      Json& items = doc["items"];
+      if (items.is_null()) items = Json::array();
+      command.TranslateItems(items);
       // A list of pods becomes a list of PVs.
-      if (opts.verb == Verb::kInlineToCsi) list["kind"] = "List";
-      list["items"] = Json(std::move(translated));
-      outputs.push_back(std::move(list));
+      if (opts.verb == Verb::kInlineToCsi) doc["kind"] = "List";
+      outputs.push_back(std::move(doc));
     } else {
-      for (Json& t : translated) outputs.push_back(std::move(t));
+      Json single = Json::array();
+      single.push_back(std::move(doc));
+      command.TranslateItems(single);
+      for (Json& t : single) outputs.push_back(std::move(t));
     }
   }
-  std::string text;
+  docs.clear();
   if (yaml_out) {
     for (size_t i = 0; i < outputs.size(); ++i) {
-      if (i > 0 || outputs.size() > 1) text += "---\n";
-      text += JsonToYaml(outputs[i]);
+      if (i > 0 || outputs.size() > 1) out << "---\n";
+      out << JsonToYaml(outputs[i]);
     }
   } else if (outputs.size() == 1) {
-    text = Render(outputs[0], false);
+    WriteJson(out, outputs[0], all_json);
   } else {
-    text = Render(Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", Json(outputs)}}, false);
+    WriteJson(out, Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", Json(std::move(outputs))}},
+              all_json);
   }
-  out << text;
   command.PrintSummary();
   return command.summary().failed > 0 ? 2 : 0;
 }

@@ -10,8 +10,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Alias expansion can turn a few kilobytes of YAML into billions of nodes; stop long before.
-constexpr size_t kMaxYamlNodes = 20 * 1000 * 1000;
+// Alias expansion can turn a few kilobytes of YAML into billions of nodes. Without aliases a
+// document cannot have more nodes than bytes, so text gets a budget of twice its size; an
+// already parsed node (no text to measure) gets a fixed one.
+constexpr size_t kMaxYamlNodesWithoutText = 20 * 1000 * 1000;
 
 bool IsDecimalInteger(const std::string& s) {
   size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
@@ -64,9 +66,12 @@ Json ResolvePlainScalar(const std::string& s) {
 
 class YamlConverter {
  public:
+  explicit YamlConverter(size_t max_nodes) : max_nodes_(max_nodes) {}
+
   Status Convert(const YAML::Node& node, int depth, Json* out) {
-    if (++nodes_ > kMaxYamlNodes) {
-      return InvalidArgument("YAML input expands to more than 20000000 nodes");
+    if (++nodes_ > max_nodes_) {
+      return InvalidArgument("YAML input expands to more than " + std::to_string(max_nodes_) +
+                             " nodes (alias bomb?)");
     }
     if (depth > kMaxNestingDepth) {
       return InvalidArgument("YAML input is nested deeper than " +
@@ -113,6 +118,7 @@ class YamlConverter {
   }
 
  private:
+  size_t max_nodes_;
   size_t nodes_ = 0;
 };
 
@@ -232,7 +238,7 @@ StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text
     return InvalidArgument(std::string("invalid YAML: ") + e.what());
   }
   std::vector<Json> docs;
-  YamlConverter converter;
+  YamlConverter converter(1000 + 2 * text.size());
   for (const YAML::Node& node : nodes) {
     if (node.IsNull()) continue;
     Json doc;
@@ -245,7 +251,7 @@ StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text
 
 StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node) {
   Json out;
-  YamlConverter converter;
+  YamlConverter converter(kMaxYamlNodesWithoutText);
   try {
     FLEXCSI_RETURN_IF_ERROR(converter.Convert(node, 0, &out));
   } catch (const YAML::Exception& e) {

@@ -42,7 +42,7 @@ TEST(YamlJsonTest, Errors) {
   for (int i = 0; i < 600; ++i) {
     YAML::Node child(YAML::NodeType::Sequence);
     current.push_back(child);
-    current = child;
+    current.reset(child);
   }
   EXPECT_EQ(YamlNodeToJson(root).status().message(), "YAML input is nested deeper than 512 levels");
   auto deep_flow = ParseYamlDocuments(std::string(600, '[') + std::string(600, ']'));
@@ -62,7 +62,9 @@ TEST(YamlJsonTest, AliasBombIsRejected) {
   }
   auto docs = ParseYamlDocuments(text);
   ASSERT_FALSE(docs.ok());
-  EXPECT_EQ(docs.status().message(), "YAML input expands to more than 20000000 nodes");
+  EXPECT_EQ(docs.status().message(),
+            "YAML input expands to more than " + std::to_string(1000 + 2 * text.size()) +
+                " nodes (alias bomb?)");
 }
 
 }  // namespace

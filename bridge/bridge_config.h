@@ -1,0 +1,55 @@
+// BridgeConfig: what one flexcsi-bridge serves, loaded from YAML or JSON
+// (docs/bridge-interfaces.md §3). Validated completely at load time, so a typo stops the daemon
+// at start instead of failing a pod's mount an hour later.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "translator/flexvolume_rules.h"
+
+namespace flexcsi {
+
+// How one FlexVolume driver name is served.
+struct DriverConfig {
+  std::string flex_driver;   // "vendor/name", as kubelet knows the driver
+  std::string csi_endpoint;  // "unix:///path/csi.sock"
+  bool attach = true;        // the attach capability flexexec reports in init
+  // The Kubernetes access mode the volumes are treated as having (a FlexVolume call does not
+  // carry the PV's access modes): ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod.
+  std::string access_mode = "ReadWriteOnce";
+  std::vector<std::string> mount_flags;
+  bool pod_info_on_mount = false;
+  std::map<std::string, std::string> node_id_map;  // Kubernetes node name -> CSI node id
+  // The translation.md §12 mapping rule (flexDriver filled in), evaluated by the translator
+  // library so that the bridge and `flexcsi translate` compute the same CSI volume.
+  // Parsed and validated at load time.
+  translator::FlexVolumeRules mapping;
+
+  // The CSI node id for a Kubernetes node name: the map entry, else the name itself.
+  std::string NodeIdFor(const std::string& node_name) const;
+  // The CSI driver name the rule maps to.
+  std::string CsiDriver() const { return mapping.rules().front().csi_driver; }
+};
+
+struct BridgeConfig {
+  std::string kubelet_root = "/var/lib/kubelet";
+  std::string socket = "/run/flexcsi/bridge.sock";
+  std::string state_database = "/var/lib/flexcsi/state.db";
+  std::string metrics_address;           // empty: no metrics listener
+  int reconcile_interval_seconds = 60;   // background retry of unfinished rollbacks
+  int unavailable_retry_seconds = 10;    // how long a down CSI driver is waited for per call
+  std::vector<DriverConfig> drivers;
+
+  // nullptr when `flex_driver` is not configured.
+  const DriverConfig* FindDriver(const std::string& flex_driver) const;
+
+  static StatusOr<BridgeConfig> FromJson(const nlohmann::json& j);
+  static StatusOr<BridgeConfig> LoadFile(const std::string& path);
+};
+
+}  // namespace flexcsi

@@ -1,0 +1,47 @@
+// BridgeContext: what every FlexVolume call handler of one daemon shares.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "bridge/bridge_config.h"
+#include "bridge/csi_client.h"
+#include "bridge/metrics.h"
+#include "bridge/state_store.h"
+#include "bridge/volume_locks.h"
+
+namespace flexcsi {
+
+// One CsiClient per CSI endpoint, created on first use and kept for the daemon's life.
+class CsiClients {
+ public:
+  CsiClients(Metrics* metrics, std::chrono::milliseconds unavailable_budget)
+      : metrics_(metrics), unavailable_budget_(unavailable_budget) {}
+
+  CsiClient& For(const std::string& endpoint) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& client = clients_[endpoint];
+    if (!client) client = std::make_unique<CsiClient>(endpoint, metrics_, unavailable_budget_);
+    return *client;
+  }
+
+ private:
+  Metrics* metrics_;
+  std::chrono::milliseconds unavailable_budget_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<CsiClient>> clients_;  // guarded by mu_
+};
+
+struct BridgeContext {
+  const BridgeConfig& config;
+  StateStore& store;
+  VolumeLocks& locks;
+  Metrics& metrics;
+  CsiClients& clients;
+
+  CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }
+};
+
+}  // namespace flexcsi

@@ -1,0 +1,89 @@
+#include "bridge/bridge_daemon.h"
+
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+namespace flexcsi {
+namespace {
+
+void MakeParentDirectory(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0700);
+}
+
+// Logs each node plugin's identity; a driver that is still starting is not an error here.
+void LogDriverIdentities(const BridgeConfig& config, CsiClients& clients) {
+  for (const auto& d : config.drivers) {
+    CsiClient& client = clients.For(d.csi_endpoint);
+    const Deadline deadline = Deadline::In(std::chrono::seconds(3));
+    auto info = client.GetPluginInfo(deadline);
+    if (!info.ok()) {
+      spdlog::warn("driver {}: CSI endpoint {} not answering yet: {}", d.flex_driver,
+                   d.csi_endpoint, info.status().ToString());
+      continue;
+    }
+    if (!d.CsiDriver().empty() && info->name() != d.CsiDriver()) {
+      spdlog::warn("driver {}: endpoint {} serves CSI driver {}, but the rule maps to {}",
+                   d.flex_driver, d.csi_endpoint, info->name(), d.CsiDriver());
+    }
+    auto node = client.NodeGetInfo(deadline);
+    spdlog::info("driver {} -> CSI {} {} at {} (node id {})", d.flex_driver, info->name(),
+                 info->vendor_version(), d.csi_endpoint,
+                 node.ok() ? node->node_id() : "unknown: " + node.status().message());
+  }
+}
+
+}  // namespace
+
+BridgeDaemon::BridgeDaemon(BridgeConfig config) : config_(std::move(config)) {}
+
+BridgeDaemon::~BridgeDaemon() { Stop(); }
+
+Status BridgeDaemon::Start() {
+  MakeParentDirectory(config_.state_database);
+  auto store = StateStore::Open(config_.state_database);
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  clients_ = std::make_unique<CsiClients>(
+      &metrics_, std::chrono::seconds(config_.unavailable_retry_seconds));
+  ctx_ = std::make_unique<BridgeContext>(
+      BridgeContext{config_, *store_, locks_, metrics_, *clients_});
+  dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
+
+  LogDriverIdentities(config_, *clients_);
+  startup_report_ = ReconcileWithMountTable(*ctx_, ReconcileScope::kAllRecords);
+  for (const auto& line : startup_report_.details) spdlog::warn("reconcile: {}", line);
+  auto counts = store_->CountRecords();
+  spdlog::info("start-up reconciliation: {} repaired ({} promoted, {} rolled back), {} failed; "
+               "records now: {} attachments, {} stagings, {} publications",
+               startup_report_.repaired(), startup_report_.promoted, startup_report_.rolled_back,
+               startup_report_.failed, counts.ok() ? counts->attachments : -1,
+               counts.ok() ? counts->stagings : -1, counts.ok() ? counts->publications : -1);
+
+  if (!config_.metrics_address.empty()) {
+    metrics_server_ = std::make_unique<MetricsHttpServer>(
+        metrics_, [this] { return dispatcher_->Health().value("ready", false); });
+    FLEXCSI_RETURN_IF_ERROR(metrics_server_->Start(config_.metrics_address));
+    spdlog::info("metrics on http://{}/metrics", config_.metrics_address);
+  }
+  server_ = std::make_unique<RequestServer>(*dispatcher_);
+  FLEXCSI_RETURN_IF_ERROR(server_->Start(config_.socket));
+  if (config_.reconcile_interval_seconds > 0) {
+    reconciler_ = std::make_unique<PeriodicReconciler>(
+        *ctx_, std::chrono::seconds(config_.reconcile_interval_seconds));
+    reconciler_->Start();
+  }
+  return Status::Ok();
+}
+
+void BridgeDaemon::Stop() {
+  if (server_) server_->Stop();
+  if (reconciler_) reconciler_->Stop();
+  if (metrics_server_) metrics_server_->Stop();
+  server_.reset();
+  reconciler_.reset();
+  metrics_server_.reset();
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,32 @@
+// CallDispatcher: turns one BridgeRequest into one FlexVolume reply. It checks what every call
+// shares (a configured driver, the argv count of flexvolume.md §2.1, the deadline), routes to the
+// call's handler, counts the result, and answers the bridge.* administrative calls.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/bridge_context.h"
+#include "common/bridge_protocol.h"
+
+namespace flexcsi {
+
+class CallDispatcher {
+ public:
+  explicit CallDispatcher(BridgeContext& ctx) : ctx_(ctx) {}
+
+  // Never throws; any failure becomes {"status":"Failure","message":...}.
+  nlohmann::json Dispatch(const BridgeRequest& request);
+
+  // The bridge.health answer: each driver's Probe and capabilities, record counts, and how many
+  // records wait for the reconciler. "ready" is true when every driver probed ready.
+  nlohmann::json Health();
+  // The bridge.state answer: every record.
+  nlohmann::json State();
+
+ private:
+  nlohmann::json DispatchFlexCall(const BridgeRequest& request);
+
+  BridgeContext& ctx_;
+};
+
+}  // namespace flexcsi

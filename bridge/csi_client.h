@@ -1,0 +1,85 @@
+// CsiClient: the only place in the bridge that speaks gRPC. One client per CSI endpoint; the
+// channel reconnects by itself when the driver restarts.
+//
+// Retries: ABORTED (another operation is pending on the volume) is retried with exponential
+// backoff until the deadline, as the CSI spec asks of a CO. UNAVAILABLE (driver down or
+// restarting) is retried too, but only for `unavailable_budget`, so that a dead driver is
+// reported within seconds instead of holding kubelet's call for minutes.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "bridge/deadline.h"
+#include "common/status.h"
+#include "csi.grpc.pb.h"
+
+namespace flexcsi {
+
+class Metrics;
+
+using NodeCapabilities = std::set<csi::v1::NodeServiceCapability::RPC::Type>;
+using ControllerCapabilities = std::set<csi::v1::ControllerServiceCapability::RPC::Type>;
+
+// Converts a gRPC status into ours, naming the RPC: "NodeStageVolume: NOT_FOUND: ...".
+Status FromGrpc(const std::string& method, const grpc::Status& status);
+
+// kubelet's isFinalError: true when the RPC definitely did not leave work running in the driver.
+bool IsFinalCsiError(const Status& status);
+
+class CsiClient {
+ public:
+  // `endpoint` is "unix:///path/csi.sock" (or a bare absolute path). `metrics` may be null.
+  CsiClient(std::string endpoint, Metrics* metrics,
+            std::chrono::milliseconds unavailable_budget = std::chrono::seconds(10));
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  StatusOr<csi::v1::GetPluginInfoResponse> GetPluginInfo(const Deadline& deadline);
+  StatusOr<csi::v1::GetPluginCapabilitiesResponse> GetPluginCapabilities(const Deadline& deadline);
+  // OK when the driver is ready; FAILED_PRECONDITION when it says it is not (yet).
+  Status Probe(const Deadline& deadline);
+  StatusOr<csi::v1::NodeGetInfoResponse> NodeGetInfo(const Deadline& deadline);
+  StatusOr<NodeCapabilities> NodeGetCapabilities(const Deadline& deadline);
+  // An empty set when the driver has no controller service (UNIMPLEMENTED).
+  StatusOr<ControllerCapabilities> ControllerGetCapabilities(const Deadline& deadline);
+
+  Status NodeStageVolume(const csi::v1::NodeStageVolumeRequest& req, const Deadline& deadline);
+  Status NodeUnstageVolume(const csi::v1::NodeUnstageVolumeRequest& req, const Deadline& deadline);
+  Status NodePublishVolume(const csi::v1::NodePublishVolumeRequest& req, const Deadline& deadline);
+  Status NodeUnpublishVolume(const csi::v1::NodeUnpublishVolumeRequest& req,
+                             const Deadline& deadline);
+  StatusOr<csi::v1::NodeExpandVolumeResponse> NodeExpandVolume(
+      const csi::v1::NodeExpandVolumeRequest& req, const Deadline& deadline);
+
+  StatusOr<csi::v1::ControllerPublishVolumeResponse> ControllerPublishVolume(
+      const csi::v1::ControllerPublishVolumeRequest& req, const Deadline& deadline);
+  Status ControllerUnpublishVolume(const csi::v1::ControllerUnpublishVolumeRequest& req,
+                                   const Deadline& deadline);
+  StatusOr<csi::v1::ControllerGetVolumeResponse> ControllerGetVolume(
+      const csi::v1::ControllerGetVolumeRequest& req, const Deadline& deadline);
+  StatusOr<csi::v1::ListVolumesResponse> ListVolumes(const csi::v1::ListVolumesRequest& req,
+                                                     const Deadline& deadline);
+  StatusOr<csi::v1::ControllerExpandVolumeResponse> ControllerExpandVolume(
+      const csi::v1::ControllerExpandVolumeRequest& req, const Deadline& deadline);
+
+ private:
+  // Runs one unary RPC with the retry policy above and records its latency.
+  Status Invoke(const char* method, const Deadline& deadline,
+                const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
+
+  std::string endpoint_;
+  Metrics* metrics_;
+  std::chrono::milliseconds unavailable_budget_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<csi::v1::Identity::Stub> identity_;
+  std::unique_ptr<csi::v1::Controller::Stub> controller_;
+  std::unique_ptr<csi::v1::Node::Stub> node_;
+};
+
+}  // namespace flexcsi

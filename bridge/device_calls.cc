@@ -1,0 +1,74 @@
+// mountdevice and unmountdevice: kubelet's MountDevice/UnmountDevice for a CSI volume
+// (kubelet-csi.md §5.2, §5.5), with the FlexVolume device mount path as staging_target_path.
+// Used by attach:true drivers; attach:false drivers are staged by mount (mount_calls.cc).
+#include <spdlog/spdlog.h>
+
+#include "bridge/flex_calls.h"
+#include "bridge/kubelet_paths.h"
+#include "bridge/volume_operations.h"
+
+namespace flexcsi {
+namespace {
+
+Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
+  auto staging_path = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
+  if (!staging_path.ok()) return staging_path.status();
+  auto publish_context = DecodePublishContextToken(call.args[1]);
+  if (!publish_context.ok()) return publish_context.status();
+  auto options = FlexOptions::Parse(call.args[2]);
+  if (!options.ok()) return options.status();
+  auto volume = MapFlexVolume(call.driver, *options);
+  if (!volume.ok()) return volume.status();
+
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto caps = ctx.ClientFor(call.driver).NodeGetCapabilities(call.deadline);
+  if (!caps.ok()) return caps.status();
+
+  StageSpec spec;
+  spec.driver = &call.driver;
+  spec.volume_name = options->volume_name;
+  spec.volume = *volume;
+  spec.staging_path = *staging_path;
+  spec.owner = StagingOwner::kKubelet;
+  spec.publish_context = *publish_context;
+  // mountdevice carries no fsGroup, pod or secrets (flexvolume.md §2.8).
+  spec.capability = {call.driver.access_mode, volume->fs_type, call.driver.mount_flags,
+                     std::nullopt};
+  Status staged = StageVolume(ctx, spec, *caps, call.deadline);
+  spdlog::info("mountdevice volume={} staging={} result={}", volume->volume_handle, *staging_path,
+               staged.ok() ? "staged" : staged.ToString());
+  return staged;
+}
+
+Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
+  auto staging_path = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
+  if (!staging_path.ok()) return staging_path.status();
+  auto found = ctx.store.GetStaging(*staging_path);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) {
+    // Like kubelet without vol_data.json (kubelet-csi.md §5.5): nothing of ours is there.
+    spdlog::info("unmountdevice staging={}: no staging recorded; nothing to do", *staging_path);
+    return Status::Ok();
+  }
+  auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
+  // Re-read under the lock: a concurrent call may have changed or removed it.
+  auto record = ctx.store.GetStaging(*staging_path);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return Status::Ok();
+  Status unstaged = UnstageVolume(ctx, **record, call.deadline);
+  spdlog::info("unmountdevice volume={} staging={} result={}", (*record)->volume_id,
+               *staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
+  return unstaged;
+}
+
+}  // namespace
+
+nlohmann::json HandleMountDevice(BridgeContext& ctx, const FlexCall& call) {
+  return ReplyFor(MountDevice(ctx, call));
+}
+
+nlohmann::json HandleUnmountDevice(BridgeContext& ctx, const FlexCall& call) {
+  return ReplyFor(UnmountDevice(ctx, call));
+}
+
+}  // namespace flexcsi

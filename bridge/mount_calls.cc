@@ -1,0 +1,183 @@
+// mount and unmount: kubelet's SetUp/TearDown for a CSI volume (kubelet-csi.md §5.3, §5.4), with
+// the FlexVolume pod volume dir as target_path. For attach:false drivers kubelet never calls
+// mountdevice, so the bridge stages the volume itself on the first mount and unstages it when the
+// last publication using it goes (reference counting by publication records).
+#include <spdlog/spdlog.h>
+
+#include "bridge/flex_calls.h"
+#include "bridge/kubelet_paths.h"
+#include "bridge/volume_operations.h"
+#include "common/mount_table.h"
+
+namespace flexcsi {
+namespace {
+
+using NodeCap = csi::v1::NodeServiceCapability::RPC;
+
+std::map<std::string, std::string> VolumeContextFor(const DriverConfig& driver,
+                                                    const CsiVolume& volume,
+                                                    const FlexOptions& options) {
+  auto context = volume.volume_attributes;
+  if (driver.pod_info_on_mount) {
+    context["csi.storage.k8s.io/pod.name"] = options.pod_name;
+    context["csi.storage.k8s.io/pod.namespace"] = options.pod_namespace;
+    context["csi.storage.k8s.io/pod.uid"] = options.pod_uid;
+    context["csi.storage.k8s.io/serviceAccount.name"] = options.service_account;
+    context["csi.storage.k8s.io/ephemeral"] = "false";
+  }
+  return context;
+}
+
+// Finds (attach:true) or makes (attach:false) the staging the publication will use, and fills
+// in spec.staging_path and spec.publish_context. Sets *self_staged when this call staged it.
+Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOptions& options,
+                      const NodeCapabilities& caps, PublishSpec* spec, bool* self_staged) {
+  const bool stage_rpc = caps.count(NodeCap::STAGE_UNSTAGE_VOLUME) > 0;
+  if (call.driver.attach) {
+    auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, options.volume_name);
+    if (!staging.ok()) return staging.status();
+    if (!staging->has_value()) {
+      if (stage_rpc) {
+        return FailedPrecondition("volume " + options.volume_name +
+                                  " is not staged on this node; kubelet must run mountdevice "
+                                  "before mount");
+      }
+      return Status::Ok();  // nothing staged, no publish context: the driver needs neither
+    }
+    const StagingRecord& r = **staging;
+    if (stage_rpc && r.phase != Phase::kDone) {
+      return FailedPrecondition("volume " + options.volume_name + " is " +
+                                PhaseName(r.phase) + " at " + r.staging_path);
+    }
+    spec->staging_path = r.staging_path;
+    const nlohmann::json context = r.request.value("publishContext", nlohmann::json::object());
+    for (const auto& [k, v] : context.items()) {
+      if (v.is_string()) spec->publish_context[k] = v.get<std::string>();
+    }
+    return Status::Ok();
+  }
+  if (!stage_rpc) return Status::Ok();
+
+  StageSpec stage;
+  stage.driver = &call.driver;
+  stage.volume_name = options.volume_name;
+  stage.volume = spec->volume;
+  stage.staging_path = BridgeStagingPathFor(ctx.config.kubelet_root, spec->volume.driver,
+                                            spec->volume.volume_handle);
+  stage.owner = StagingOwner::kBridge;
+  stage.capability = spec->capability;
+  // FlexVolume has one secret set; the CSI spec lets a CO pass the same secrets to every RPC.
+  stage.secrets = options.secrets;
+  auto before = ctx.store.GetStaging(stage.staging_path);
+  if (!before.ok()) return before.status();
+  FLEXCSI_RETURN_IF_ERROR(StageVolume(ctx, stage, caps, call.deadline));
+  *self_staged = !before->has_value();
+  spec->staging_path = stage.staging_path;
+  return Status::Ok();
+}
+
+// After a failed publication: the bridge's own staging goes when nothing else uses it.
+void ReleaseUnusedBridgeStaging(BridgeContext& ctx, const std::string& staging_path,
+                                const Deadline& deadline) {
+  auto record = ctx.store.GetStaging(staging_path);
+  if (!record.ok() || !record->has_value() || (*record)->owner != StagingOwner::kBridge) return;
+  auto users = ctx.store.CountPublicationsOfStaging(staging_path);
+  if (!users.ok() || *users > 0) return;
+  Status unstaged = UnstageVolume(ctx, **record, deadline);
+  if (!unstaged.ok()) {
+    spdlog::warn("unstaging unused {} failed, the reconciler will retry: {}", staging_path,
+                 unstaged.ToString());
+  }
+}
+
+Status Mount(BridgeContext& ctx, const FlexCall& call) {
+  auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
+  if (!target.ok()) return target.status();
+  auto options = FlexOptions::Parse(call.args[1]);
+  if (!options.ok()) return options.status();
+  auto volume = MapFlexVolume(call.driver, *options);
+  if (!volume.ok()) return volume.status();
+
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto caps = ctx.ClientFor(call.driver).NodeGetCapabilities(call.deadline);
+  if (!caps.ok()) return caps.status();
+
+  PublishSpec spec;
+  spec.driver = &call.driver;
+  spec.volume_name = options->volume_name;
+  spec.volume = *volume;
+  spec.target_path = *target;
+  spec.pod_uid = options->pod_uid;
+  spec.readonly = options->readonly;
+  spec.capability = {call.driver.access_mode, volume->fs_type, call.driver.mount_flags,
+                     options->fs_group};
+  spec.volume_context = VolumeContextFor(call.driver, *volume, *options);
+  spec.secrets = options->secrets;
+
+  bool self_staged = false;
+  FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, *options, *caps, &spec, &self_staged));
+  Status published = PublishVolume(ctx, spec, *caps, call.deadline);
+  if (!published.ok() && self_staged) {
+    ReleaseUnusedBridgeStaging(ctx, spec.staging_path, call.deadline);
+  }
+  spdlog::info("mount volume={} target={} readonly={} staging={} result={}", volume->volume_handle,
+               *target, spec.readonly, spec.staging_path.empty() ? "-" : spec.staging_path,
+               published.ok() ? "published" : published.ToString());
+  return published;
+}
+
+Status Unmount(BridgeContext& ctx, const FlexCall& call) {
+  auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
+  if (!target.ok()) return target.status();
+  auto found = ctx.store.GetPublication(*target);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) {
+    // kubelet calls unmount whenever the pod dir exists, mounted or not (flexvolume.md §2.11).
+    if (IsMountPoint(*target)) {
+      return FailedPrecondition(*target + " is mounted but flexcsi-bridge has no record of "
+                                "publishing it; refusing to unmount what it did not mount");
+    }
+    return Status::Ok();
+  }
+  auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
+  auto record = ctx.store.GetPublication(*target);  // re-read under the lock
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return Status::Ok();
+  const PublicationRecord publication = **record;
+
+  Status unpublished = UnpublishVolume(ctx, publication, call.deadline);
+  spdlog::info("unmount volume={} target={} result={}", publication.volume_id, *target,
+               unpublished.ok() ? "unpublished" : unpublished.ToString());
+  FLEXCSI_RETURN_IF_ERROR(unpublished);
+  if (publication.staging_path.empty()) return Status::Ok();
+
+  auto staging = ctx.store.GetStaging(publication.staging_path);
+  if (!staging.ok()) return staging.status();
+  if (!staging->has_value()) return Status::Ok();
+  auto users = ctx.store.CountPublicationsOfStaging(publication.staging_path);
+  if (!users.ok()) return users.status();
+  if (*users > 0) return Status::Ok();
+  const StagingRecord& s = **staging;
+  // The last pod left. The bridge's own staging is unstaged now; a record that only carried a
+  // publish context (driver without STAGE_UNSTAGE) goes too, because kubelet never calls
+  // unmountdevice for a device mount path that is not a mount point.
+  if (s.owner == StagingOwner::kBridge || !s.StagedThroughCsi()) {
+    Status unstaged = UnstageVolume(ctx, s, call.deadline);
+    spdlog::info("unmount: last publication of volume={} gone, unstage {} result={}",
+                 s.volume_id, s.staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
+    return unstaged;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+nlohmann::json HandleMount(BridgeContext& ctx, const FlexCall& call) {
+  return ReplyFor(Mount(ctx, call));
+}
+
+nlohmann::json HandleUnmount(BridgeContext& ctx, const FlexCall& call) {
+  return ReplyFor(Unmount(ctx, call));
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,169 @@
+#include "bridge/reconciler.h"
+
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "bridge/volume_operations.h"
+#include "common/mount_table.h"
+
+namespace flexcsi {
+namespace {
+
+// Generous enough for one unpublish/unstage; short enough that start-up is not held hostage by
+// a driver that is still starting (the periodic pass retries).
+constexpr std::chrono::seconds kRepairBudget(20);
+
+std::set<std::string> MountedTargets() {
+  std::set<std::string> targets;
+  auto table = ReadMountTable();
+  if (!table.ok()) {
+    spdlog::error("reconcile: cannot read the mount table: {}", table.status().ToString());
+    return targets;
+  }
+  for (const auto& m : *table) targets.insert(m.target);
+  return targets;
+}
+
+void Note(ReconcileReport* report, int* counter, const std::string& line) {
+  ++*counter;
+  report->details.push_back(line);
+}
+
+void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
+                          const std::set<std::string>& mounted, ReconcileScope scope,
+                          ReconcileReport* report) {
+  if (scope == ReconcileScope::kUnfinishedOnly && stale.phase == Phase::kDone) return;
+  auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
+  auto current = ctx.store.GetPublication(stale.target_path);
+  if (!current.ok() || !current->has_value()) return;
+  PublicationRecord r = **current;
+  if (mounted.count(r.target_path)) {
+    if (r.phase == Phase::kDone) return;
+    const bool was_publishing = r.phase == Phase::kInProgress;
+    r.phase = Phase::kDone;
+    if (ctx.store.PutPublication(r).ok()) {
+      Note(report, &report->promoted,
+           std::string(was_publishing ? "promoted" : "kept") + " publication " + r.target_path +
+               " of " + r.volume_id + " (mounted)");
+    }
+    return;
+  }
+  Status undone = UnpublishVolume(ctx, r, Deadline::In(kRepairBudget));
+  if (undone.ok()) {
+    Note(report, &report->rolled_back,
+         "rolled back publication " + r.target_path + " of " + r.volume_id + " (not mounted)");
+  } else {
+    Note(report, &report->failed,
+         "could not roll back publication " + r.target_path + ": " + undone.ToString());
+  }
+}
+
+void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
+                      const std::set<std::string>& mounted, ReconcileScope scope,
+                      ReconcileReport* report) {
+  if (scope == ReconcileScope::kUnfinishedOnly && stale.phase == Phase::kDone) return;
+  // A record without a CSI staging only carries a publish context; nothing to compare.
+  if (!stale.StagedThroughCsi()) return;
+  auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
+  auto current = ctx.store.GetStaging(stale.staging_path);
+  if (!current.ok() || !current->has_value()) return;
+  StagingRecord r = **current;
+  if (mounted.count(r.staging_path)) {
+    if (r.phase == Phase::kDone) return;
+    r.phase = Phase::kDone;
+    if (ctx.store.PutStaging(r).ok()) {
+      Note(report, &report->promoted,
+           "promoted staging " + r.staging_path + " of " + r.volume_id + " (mounted)");
+    }
+    return;
+  }
+  auto users = ctx.store.CountPublicationsOfStaging(r.staging_path);
+  if (!users.ok() || *users > 0) return;  // publications are reconciled first; wait for them
+  Status undone = UnstageVolume(ctx, r, Deadline::In(kRepairBudget));
+  if (undone.ok()) {
+    Note(report, &report->rolled_back,
+         "rolled back staging " + r.staging_path + " of " + r.volume_id + " (not mounted)");
+  } else {
+    Note(report, &report->failed,
+         "could not roll back staging " + r.staging_path + ": " + undone.ToString());
+  }
+}
+
+void ReconcileAttachment(BridgeContext& ctx, const AttachmentRecord& stale,
+                         ReconcileReport* report) {
+  if (stale.phase == Phase::kDone) return;
+  auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
+  auto current = ctx.store.GetAttachment(stale.flex_driver, stale.volume_name, stale.node_name);
+  if (!current.ok() || !current->has_value() || (*current)->phase == Phase::kDone) return;
+  const AttachmentRecord& r = **current;
+  const DriverConfig* driver = ctx.config.FindDriver(r.flex_driver);
+  if (driver == nullptr) return;
+  const Deadline deadline = Deadline::In(kRepairBudget);
+  CsiClient& client = ctx.ClientFor(*driver);
+  auto caps = client.ControllerGetCapabilities(deadline);
+  Status undone = caps.status();
+  if (undone.ok() &&
+      caps->count(csi::v1::ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME)) {
+    csi::v1::ControllerUnpublishVolumeRequest req;
+    req.set_volume_id(r.volume_id);
+    req.set_node_id(r.node_id);
+    undone = client.ControllerUnpublishVolume(req, deadline);
+  }
+  if (undone.ok()) undone = ctx.store.DeleteAttachment(r.flex_driver, r.volume_name, r.node_name);
+  if (undone.ok()) {
+    Note(report, &report->rolled_back,
+         "rolled back unfinished attachment of " + r.volume_id + " to " + r.node_name);
+  } else {
+    Note(report, &report->failed,
+         "could not roll back attachment of " + r.volume_id + ": " + undone.ToString());
+  }
+}
+
+}  // namespace
+
+ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope) {
+  ReconcileReport report;
+  const std::set<std::string> mounted = MountedTargets();
+  if (auto pubs = ctx.store.ListPublications(); pubs.ok()) {
+    for (const auto& r : *pubs) ReconcilePublication(ctx, r, mounted, scope, &report);
+  }
+  if (auto stagings = ctx.store.ListStagings(); stagings.ok()) {
+    for (const auto& r : *stagings) ReconcileStaging(ctx, r, mounted, scope, &report);
+  }
+  if (auto attachments = ctx.store.ListAttachments(); attachments.ok()) {
+    for (const auto& r : *attachments) ReconcileAttachment(ctx, r, &report);
+  }
+  ctx.metrics.AddReconcileRepairs("promoted", report.promoted);
+  ctx.metrics.AddReconcileRepairs("rolled_back", report.rolled_back);
+  ctx.metrics.AddReconcileRepairs("failed", report.failed);
+  if (auto counts = ctx.store.CountRecords(); counts.ok()) {
+    ctx.metrics.SetRecords("attachments", counts->attachments);
+    ctx.metrics.SetRecords("stagings", counts->stagings);
+    ctx.metrics.SetRecords("publications", counts->publications);
+  }
+  return report;
+}
+
+void PeriodicReconciler::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+      lock.unlock();
+      ReconcileReport report = ReconcileWithMountTable(ctx_, ReconcileScope::kUnfinishedOnly);
+      for (const auto& line : report.details) spdlog::warn("reconcile: {}", line);
+      lock.lock();
+    }
+  });
+}
+
+void PeriodicReconciler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,401 @@
+#include "bridge/state_store.h"
+
+#include <sqlite3.h>
+
+#include <ctime>
+#include <utility>
+
+namespace flexcsi {
+namespace {
+
+// The words each table stores for the three phases.
+struct PhaseWords {
+  const char* in_progress;
+  const char* done;
+  const char* removing;
+};
+constexpr PhaseWords kAttachmentWords{"attaching", "attached", "detaching"};
+constexpr PhaseWords kStagingWords{"staging", "staged", "unstaging"};
+constexpr PhaseWords kPublicationWords{"publishing", "published", "unpublishing"};
+
+const char* PhaseWord(const PhaseWords& words, Phase phase) {
+  switch (phase) {
+    case Phase::kInProgress: return words.in_progress;
+    case Phase::kDone: return words.done;
+    case Phase::kRemoving: return words.removing;
+  }
+  return words.in_progress;
+}
+
+Phase PhaseFromWord(const PhaseWords& words, const std::string& word) {
+  if (word == words.done) return Phase::kDone;
+  if (word == words.removing) return Phase::kRemoving;
+  return Phase::kInProgress;  // unknown words are treated as unfinished, the safe reading
+}
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS attachments(
+  flex_driver TEXT NOT NULL, volume_name TEXT NOT NULL, node_name TEXT NOT NULL,
+  csi_driver TEXT NOT NULL, volume_id TEXT NOT NULL, node_id TEXT NOT NULL,
+  publish_context TEXT NOT NULL, state TEXT NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY(flex_driver, volume_name, node_name));
+CREATE TABLE IF NOT EXISTS stagings(
+  staging_path TEXT PRIMARY KEY, flex_driver TEXT NOT NULL, volume_name TEXT NOT NULL,
+  csi_driver TEXT NOT NULL, volume_id TEXT NOT NULL, owner TEXT NOT NULL,
+  request TEXT NOT NULL, state TEXT NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS stagings_by_volume ON stagings(flex_driver, volume_name);
+CREATE TABLE IF NOT EXISTS publications(
+  target_path TEXT PRIMARY KEY, staging_path TEXT, flex_driver TEXT NOT NULL,
+  volume_name TEXT NOT NULL, csi_driver TEXT NOT NULL, volume_id TEXT NOT NULL,
+  pod_uid TEXT NOT NULL, readonly INTEGER NOT NULL, state TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS publications_by_staging ON publications(staging_path);
+)sql";
+
+Status SqliteError(sqlite3* db, const std::string& what) {
+  return Internal("state database: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// A prepared statement that binds by position and finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Status prepared() const {
+    return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "prepare");
+  }
+  Statement& Bind(const std::string& v) {
+    sqlite3_bind_text(stmt_, ++index_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& BindNullable(const std::string& v) {
+    if (v.empty()) {
+      sqlite3_bind_null(stmt_, ++index_);
+      return *this;
+    }
+    return Bind(v);
+  }
+  Statement& Bind(int64_t v) {
+    sqlite3_bind_int64(stmt_, ++index_, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  Status RunToCompletion(const std::string& what) {
+    FLEXCSI_RETURN_IF_ERROR(prepared());
+    return Step() == SQLITE_DONE ? Status::Ok() : SqliteError(db_, what);
+  }
+  std::string Text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+  int index_ = 0;
+};
+
+int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+nlohmann::json ParseStoredJson(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() || !j.is_object() ? nlohmann::json::object() : j;
+}
+
+// Runs `step` on every row of a prepared query and collects what it returns.
+template <typename Row, typename Fn>
+StatusOr<std::vector<Row>> CollectRows(sqlite3* db, Statement& stmt, Fn read_row) {
+  FLEXCSI_RETURN_IF_ERROR(stmt.prepared());
+  std::vector<Row> rows;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) rows.push_back(read_row(stmt));
+  if (rc != SQLITE_DONE) return SqliteError(db, "query");
+  return rows;
+}
+
+template <typename Row, typename Fn>
+StatusOr<std::optional<Row>> FirstRow(sqlite3* db, Statement& stmt, Fn read_row) {
+  auto rows = CollectRows<Row>(db, stmt, read_row);
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return std::optional<Row>();
+  return std::optional<Row>(std::move(rows->front()));
+}
+
+constexpr const char* kAttachmentColumns =
+    "flex_driver, volume_name, node_name, csi_driver, volume_id, node_id, publish_context, "
+    "state, updated_at";
+AttachmentRecord ReadAttachment(const Statement& s) {
+  AttachmentRecord r;
+  r.flex_driver = s.Text(0);
+  r.volume_name = s.Text(1);
+  r.node_name = s.Text(2);
+  r.csi_driver = s.Text(3);
+  r.volume_id = s.Text(4);
+  r.node_id = s.Text(5);
+  r.publish_context = ParseStoredJson(s.Text(6));
+  r.phase = PhaseFromWord(kAttachmentWords, s.Text(7));
+  r.updated_at = s.Int(8);
+  return r;
+}
+
+constexpr const char* kStagingColumns =
+    "staging_path, flex_driver, volume_name, csi_driver, volume_id, owner, request, state, "
+    "updated_at";
+StagingRecord ReadStaging(const Statement& s) {
+  StagingRecord r;
+  r.staging_path = s.Text(0);
+  r.flex_driver = s.Text(1);
+  r.volume_name = s.Text(2);
+  r.csi_driver = s.Text(3);
+  r.volume_id = s.Text(4);
+  r.owner = s.Text(5) == "bridge" ? StagingOwner::kBridge : StagingOwner::kKubelet;
+  r.request = ParseStoredJson(s.Text(6));
+  r.phase = PhaseFromWord(kStagingWords, s.Text(7));
+  r.updated_at = s.Int(8);
+  return r;
+}
+
+constexpr const char* kPublicationColumns =
+    "target_path, staging_path, flex_driver, volume_name, csi_driver, volume_id, pod_uid, "
+    "readonly, state, updated_at";
+PublicationRecord ReadPublication(const Statement& s) {
+  PublicationRecord r;
+  r.target_path = s.Text(0);
+  r.staging_path = s.Text(1);
+  r.flex_driver = s.Text(2);
+  r.volume_name = s.Text(3);
+  r.csi_driver = s.Text(4);
+  r.volume_id = s.Text(5);
+  r.pod_uid = s.Text(6);
+  r.readonly = s.Int(7) != 0;
+  r.phase = PhaseFromWord(kPublicationWords, s.Text(8));
+  r.updated_at = s.Int(9);
+  return r;
+}
+
+std::string Select(const char* columns, const char* table, const char* where) {
+  std::string sql = std::string("SELECT ") + columns + " FROM " + table;
+  if (where[0] != '\0') sql += std::string(" WHERE ") + where;
+  return sql + " ORDER BY rowid";
+}
+
+}  // namespace
+
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kInProgress: return "in-progress";
+    case Phase::kDone: return "done";
+    case Phase::kRemoving: return "removing";
+  }
+  return "in-progress";
+}
+
+StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Internal("cannot open state database " + path + ": " + message);
+  }
+  std::unique_ptr<StateStore> store(new StateStore(db));
+  // A concurrent `flexcsi-bridge state` reader may hold the database briefly.
+  sqlite3_busy_timeout(db, 5000);
+  FLEXCSI_RETURN_IF_ERROR(store->Migrate().WithContext("state database " + path));
+  return store;
+}
+
+StateStore::~StateStore() { sqlite3_close(db_); }
+
+Status StateStore::Migrate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  char* error = nullptr;
+  auto exec = [&](const char* sql) -> Status {
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
+    Status s = Internal(error ? error : "unknown sqlite error");
+    sqlite3_free(error);
+    return s;
+  };
+  // WAL keeps readers (the state command) from blocking writers; FULL makes each commit durable.
+  FLEXCSI_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
+  Statement version(db_, "PRAGMA user_version");
+  FLEXCSI_RETURN_IF_ERROR(version.prepared());
+  if (version.Step() != SQLITE_ROW) return SqliteError(db_, "read schema version");
+  const int64_t current = version.Int(0);
+  if (current > kSchemaVersion) {
+    return FailedPrecondition("schema version " + std::to_string(current) +
+                              " was written by a newer flexcsi (this one knows version " +
+                              std::to_string(kSchemaVersion) + ")");
+  }
+  if (current == kSchemaVersion) return Status::Ok();
+  FLEXCSI_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+  Status s = exec(kSchemaV1);
+  if (s.ok()) s = exec("PRAGMA user_version = 1");
+  if (!s.ok()) {
+    exec("ROLLBACK");
+    return s;
+  }
+  return exec("COMMIT");
+}
+
+Status StateStore::PutAttachment(const AttachmentRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
+  s.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name).Bind(r.csi_driver);
+  s.Bind(r.volume_id).Bind(r.node_id).Bind(r.publish_context.dump());
+  s.Bind(std::string(PhaseWord(kAttachmentWords, r.phase))).Bind(Now());
+  return s.RunToCompletion("write attachment");
+}
+
+StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(
+    const std::string& flex_driver, const std::string& volume_name, const std::string& node_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kAttachmentColumns, "attachments",
+                          "flex_driver=? AND volume_name=? AND node_name=?")
+                       .c_str());
+  s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
+  return FirstRow<AttachmentRecord>(db_, s, ReadAttachment);
+}
+
+Status StateStore::DeleteAttachment(const std::string& flex_driver,
+                                    const std::string& volume_name,
+                                    const std::string& node_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
+  s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
+  return s.RunToCompletion("delete attachment");
+}
+
+StatusOr<std::vector<AttachmentRecord>> StateStore::ListAttachments() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kAttachmentColumns, "attachments", "").c_str());
+  return CollectRows<AttachmentRecord>(db_, s, ReadAttachment);
+}
+
+Status StateStore::PutStaging(const StagingRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO stagings VALUES(?,?,?,?,?,?,?,?,?)");
+  s.Bind(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name).Bind(r.csi_driver);
+  s.Bind(r.volume_id).Bind(std::string(r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"));
+  s.Bind(r.request.dump()).Bind(std::string(PhaseWord(kStagingWords, r.phase))).Bind(Now());
+  return s.RunToCompletion("write staging");
+}
+
+StatusOr<std::optional<StagingRecord>> StateStore::GetStaging(const std::string& staging_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kStagingColumns, "stagings", "staging_path=?").c_str());
+  s.Bind(staging_path);
+  return FirstRow<StagingRecord>(db_, s, ReadStaging);
+}
+
+StatusOr<std::optional<StagingRecord>> StateStore::FindStagingOfVolume(
+    const std::string& flex_driver, const std::string& volume_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              Select(kStagingColumns, "stagings", "flex_driver=? AND volume_name=?").c_str());
+  s.Bind(flex_driver).Bind(volume_name);
+  return FirstRow<StagingRecord>(db_, s, ReadStaging);
+}
+
+Status StateStore::DeleteStaging(const std::string& staging_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "DELETE FROM stagings WHERE staging_path=?");
+  s.Bind(staging_path);
+  return s.RunToCompletion("delete staging");
+}
+
+StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kStagingColumns, "stagings", "").c_str());
+  return CollectRows<StagingRecord>(db_, s, ReadStaging);
+}
+
+Status StateStore::PutPublication(const PublicationRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO publications VALUES(?,?,?,?,?,?,?,?,?,?)");
+  s.Bind(r.target_path).BindNullable(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name);
+  s.Bind(r.csi_driver).Bind(r.volume_id).Bind(r.pod_uid).Bind(int64_t{r.readonly ? 1 : 0});
+  s.Bind(std::string(PhaseWord(kPublicationWords, r.phase))).Bind(Now());
+  return s.RunToCompletion("write publication");
+}
+
+StatusOr<std::optional<PublicationRecord>> StateStore::GetPublication(
+    const std::string& target_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kPublicationColumns, "publications", "target_path=?").c_str());
+  s.Bind(target_path);
+  return FirstRow<PublicationRecord>(db_, s, ReadPublication);
+}
+
+Status StateStore::DeletePublication(const std::string& target_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "DELETE FROM publications WHERE target_path=?");
+  s.Bind(target_path);
+  return s.RunToCompletion("delete publication");
+}
+
+StatusOr<std::vector<PublicationRecord>> StateStore::ListPublications() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, Select(kPublicationColumns, "publications", "").c_str());
+  return CollectRows<PublicationRecord>(db_, s, ReadPublication);
+}
+
+StatusOr<int64_t> StateStore::CountPublicationsOfStaging(const std::string& staging_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT COUNT(*) FROM publications WHERE staging_path=?");
+  s.Bind(staging_path);
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  if (s.Step() != SQLITE_ROW) return SqliteError(db_, "count publications");
+  return s.Int(0);
+}
+
+StatusOr<RecordCounts> StateStore::CountRecords() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "SELECT (SELECT COUNT(*) FROM attachments), (SELECT COUNT(*) FROM stagings), "
+              "(SELECT COUNT(*) FROM publications)");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  if (s.Step() != SQLITE_ROW) return SqliteError(db_, "count records");
+  return RecordCounts{s.Int(0), s.Int(1), s.Int(2)};
+}
+
+nlohmann::json StateStore::ToJson(const AttachmentRecord& r) {
+  return {{"flexDriver", r.flex_driver}, {"volumeName", r.volume_name},
+          {"nodeName", r.node_name},     {"csiDriver", r.csi_driver},
+          {"volumeId", r.volume_id},     {"nodeId", r.node_id},
+          {"publishContext", r.publish_context},
+          {"state", PhaseWord(kAttachmentWords, r.phase)},
+          {"updatedAt", r.updated_at}};
+}
+
+nlohmann::json StateStore::ToJson(const StagingRecord& r) {
+  return {{"stagingPath", r.staging_path}, {"flexDriver", r.flex_driver},
+          {"volumeName", r.volume_name},   {"csiDriver", r.csi_driver},
+          {"volumeId", r.volume_id},
+          {"owner", r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"},
+          {"stagedThroughCsi", r.StagedThroughCsi()},
+          {"state", PhaseWord(kStagingWords, r.phase)},
+          {"updatedAt", r.updated_at}};
+}
+
+nlohmann::json StateStore::ToJson(const PublicationRecord& r) {
+  return {{"targetPath", r.target_path}, {"stagingPath", r.staging_path},
+          {"flexDriver", r.flex_driver}, {"volumeName", r.volume_name},
+          {"csiDriver", r.csi_driver},   {"volumeId", r.volume_id},
+          {"podUid", r.pod_uid},         {"readonly", r.readonly},
+          {"state", PhaseWord(kPublicationWords, r.phase)},
+          {"updatedAt", r.updated_at}};
+}
+
+}  // namespace flexcsi

@@ -1,0 +1,18 @@
+// VolumeMapping: which CSI volume a FlexVolume call is about. The driver's mapping rule
+// (translation.md §12) is evaluated by the translator library, the same code `flexcsi translate`
+// uses for FlexVolume PVs, so that a migrated PV and the bridge always agree on the volume.
+#pragma once
+
+#include "bridge/bridge_config.h"
+#include "bridge/flex_options.h"
+#include "common/status.h"
+#include "translator/flexvolume_rules.h"
+
+namespace flexcsi {
+
+using CsiVolume = translator::CsiVolume;
+
+// INVALID_ARGUMENT naming the missing option when the rule cannot build a handle.
+StatusOr<CsiVolume> MapFlexVolume(const DriverConfig& driver, const FlexOptions& options);
+
+}  // namespace flexcsi

@@ -1,0 +1,241 @@
+#include "bridge/volume_operations.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "common/mount_table.h"
+
+namespace flexcsi {
+namespace {
+
+bool Has(const NodeCapabilities& caps, csi::v1::NodeServiceCapability::RPC::Type t) {
+  return caps.count(t) > 0;
+}
+
+// mkdir -p with kubelet's mode for the directories it creates (0750).
+Status MakeDirectories(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string partial = path.substr(0, slash);
+    if (mkdir(partial.c_str(), 0750) != 0 && errno != EEXIST) {
+      return Internal("cannot create " + partial + ": " + std::strerror(errno));
+    }
+    if (slash == std::string::npos) return Status::Ok();
+  }
+}
+
+std::string RollbackNote(const Status& rollback) {
+  return rollback.ok() ? " (rolled back)"
+                       : " (rollback failed and will be retried by the bridge: " +
+                             rollback.message() + ")";
+}
+
+csi::v1::NodeUnstageVolumeRequest UnstageRequest(const std::string& volume_id,
+                                                 const std::string& staging_path) {
+  csi::v1::NodeUnstageVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.set_staging_target_path(staging_path);
+  return req;
+}
+
+csi::v1::NodeUnpublishVolumeRequest UnpublishRequest(const std::string& volume_id,
+                                                     const std::string& target_path) {
+  csi::v1::NodeUnpublishVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.set_target_path(target_path);
+  return req;
+}
+
+}  // namespace
+
+void RemoveDirectoryIfEmpty(const std::string& path) {
+  if (rmdir(path.c_str()) != 0) return;
+  // Bridge-owned staging paths end in /<sha256>/globalmount; the sha dir is ours too.
+  const std::string suffix = "/globalmount";
+  if (path.size() > suffix.size() &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+      path.find("/plugins/flexcsi/") != std::string::npos) {
+    rmdir(path.substr(0, path.size() - suffix.size()).c_str());
+  }
+}
+
+Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabilities& caps,
+                   const Deadline& deadline) {
+  using Cap = csi::v1::NodeServiceCapability::RPC;
+  const bool stage_rpc = Has(caps, Cap::STAGE_UNSTAGE_VOLUME);
+  auto existing = ctx.store.GetStaging(spec.staging_path);
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value()) {
+    const StagingRecord& r = **existing;
+    if (r.volume_id != spec.volume.volume_handle || r.csi_driver != spec.volume.driver) {
+      return FailedPrecondition("staging path " + spec.staging_path + " already holds volume " +
+                                r.volume_id + " of " + r.csi_driver);
+    }
+    const bool settled = r.phase == Phase::kDone &&
+                         (!r.StagedThroughCsi() || IsMountPoint(spec.staging_path));
+    // A repeated mountdevice for a volume staged without CSI carries the same context; a
+    // re-stage after a reboot (record done, nothing mounted) falls through to NodeStage.
+    if (settled && r.StagedThroughCsi() == stage_rpc) return Status::Ok();
+  }
+
+  StagingRecord record;
+  record.staging_path = spec.staging_path;
+  record.flex_driver = spec.driver->flex_driver;
+  record.volume_name = spec.volume_name;
+  record.csi_driver = spec.volume.driver;
+  record.volume_id = spec.volume.volume_handle;
+  record.owner = spec.owner;
+  record.request = {{"staged", stage_rpc},
+                    {"publishContext", spec.publish_context},
+                    {"volumeContext", spec.volume.volume_attributes},
+                    {"capability", CapabilityToJson(spec.capability)}};
+  if (!stage_rpc) {
+    // No RPC: the record only carries the publish context from mountdevice to mount.
+    record.phase = Phase::kDone;
+    return ctx.store.PutStaging(record);
+  }
+
+  FLEXCSI_RETURN_IF_ERROR(MakeDirectories(spec.staging_path));
+  record.phase = Phase::kInProgress;
+  FLEXCSI_RETURN_IF_ERROR(ctx.store.PutStaging(record));
+
+  csi::v1::NodeStageVolumeRequest req;
+  req.set_volume_id(spec.volume.volume_handle);
+  req.set_staging_target_path(spec.staging_path);
+  CopyMap(spec.publish_context, req.mutable_publish_context());
+  CopyMap(spec.volume.volume_attributes, req.mutable_volume_context());
+  CopyMap(spec.secrets, req.mutable_secrets());
+  MountCapabilitySpec capability = spec.capability;
+  if (!Has(caps, Cap::VOLUME_MOUNT_GROUP)) capability.mount_group.reset();
+  *req.mutable_volume_capability() =
+      MountCapability(capability, Has(caps, Cap::SINGLE_NODE_MULTI_WRITER));
+
+  CsiClient& client = ctx.ClientFor(*spec.driver);
+  Status staged =
+      client.NodeStageVolume(req, deadline.LeavingForRollback(RollbackReserve(deadline)));
+  if (staged.ok()) {
+    record.phase = Phase::kDone;
+    return ctx.store.PutStaging(record);
+  }
+
+  spdlog::warn("NodeStageVolume failed, rolling back: volume={} staging={} error=\"{}\"",
+               spec.volume.volume_handle, spec.staging_path, staged.message());
+  Status rollback =
+      client.NodeUnstageVolume(UnstageRequest(spec.volume.volume_handle, spec.staging_path), deadline);
+  if (rollback.ok()) {
+    Status deleted = ctx.store.DeleteStaging(spec.staging_path);
+    if (deleted.ok() && spec.owner == StagingOwner::kBridge) {
+      RemoveDirectoryIfEmpty(spec.staging_path);
+    }
+  }
+  return Status(staged.code(), staged.message() + RollbackNote(rollback));
+}
+
+Status UnstageVolume(BridgeContext& ctx, const StagingRecord& record, const Deadline& deadline) {
+  auto users = ctx.store.CountPublicationsOfStaging(record.staging_path);
+  if (!users.ok()) return users.status();
+  if (*users > 0) {
+    return FailedPrecondition("volume " + record.volume_id + " is still published " +
+                              std::to_string(*users) + " time(s) from " + record.staging_path +
+                              "; unmount the pods first");
+  }
+  if (record.StagedThroughCsi()) {
+    StagingRecord removing = record;
+    removing.phase = Phase::kRemoving;
+    FLEXCSI_RETURN_IF_ERROR(ctx.store.PutStaging(removing));
+    const DriverConfig* driver = ctx.config.FindDriver(record.flex_driver);
+    if (driver == nullptr) {
+      return FailedPrecondition("driver " + record.flex_driver +
+                                " is no longer in the bridge configuration; cannot unstage " +
+                                record.volume_id);
+    }
+    FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnstageVolume(
+        UnstageRequest(record.volume_id, record.staging_path), deadline));
+  }
+  FLEXCSI_RETURN_IF_ERROR(ctx.store.DeleteStaging(record.staging_path));
+  if (record.owner == StagingOwner::kBridge) RemoveDirectoryIfEmpty(record.staging_path);
+  return Status::Ok();
+}
+
+Status PublishVolume(BridgeContext& ctx, const PublishSpec& spec, const NodeCapabilities& caps,
+                     const Deadline& deadline) {
+  using Cap = csi::v1::NodeServiceCapability::RPC;
+  auto existing = ctx.store.GetPublication(spec.target_path);
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value()) {
+    const PublicationRecord& r = **existing;
+    if (r.volume_id != spec.volume.volume_handle || r.csi_driver != spec.volume.driver) {
+      return FailedPrecondition("target " + spec.target_path + " already holds volume " +
+                                r.volume_id + " of " + r.csi_driver);
+    }
+    if (r.phase == Phase::kDone && r.readonly == spec.readonly && IsMountPoint(spec.target_path)) {
+      return Status::Ok();
+    }
+  }
+
+  PublicationRecord record;
+  record.target_path = spec.target_path;
+  record.staging_path = spec.staging_path;
+  record.flex_driver = spec.driver->flex_driver;
+  record.volume_name = spec.volume_name;
+  record.csi_driver = spec.volume.driver;
+  record.volume_id = spec.volume.volume_handle;
+  record.pod_uid = spec.pod_uid;
+  record.readonly = spec.readonly;
+  record.phase = Phase::kInProgress;
+  FLEXCSI_RETURN_IF_ERROR(ctx.store.PutPublication(record));
+
+  csi::v1::NodePublishVolumeRequest req;
+  req.set_volume_id(spec.volume.volume_handle);
+  req.set_target_path(spec.target_path);
+  // The record keeps the staging path even without STAGE_UNSTAGE (it counts references);
+  // the driver is told about it only when it stages (kubelet-csi.md §5.3).
+  if (!spec.staging_path.empty() && Has(caps, Cap::STAGE_UNSTAGE_VOLUME)) {
+    req.set_staging_target_path(spec.staging_path);
+  }
+  req.set_readonly(spec.readonly);
+  CopyMap(spec.publish_context, req.mutable_publish_context());
+  CopyMap(spec.volume_context, req.mutable_volume_context());
+  CopyMap(spec.secrets, req.mutable_secrets());
+  MountCapabilitySpec capability = spec.capability;
+  if (!Has(caps, Cap::VOLUME_MOUNT_GROUP)) capability.mount_group.reset();
+  *req.mutable_volume_capability() =
+      MountCapability(capability, Has(caps, Cap::SINGLE_NODE_MULTI_WRITER));
+
+  CsiClient& client = ctx.ClientFor(*spec.driver);
+  Status published =
+      client.NodePublishVolume(req, deadline.LeavingForRollback(RollbackReserve(deadline)));
+  if (published.ok()) {
+    record.phase = Phase::kDone;
+    return ctx.store.PutPublication(record);
+  }
+
+  spdlog::warn("NodePublishVolume failed, rolling back: volume={} target={} error=\"{}\"",
+               spec.volume.volume_handle, spec.target_path, published.message());
+  Status rollback = client.NodeUnpublishVolume(
+      UnpublishRequest(spec.volume.volume_handle, spec.target_path), deadline);
+  if (rollback.ok()) rollback = ctx.store.DeletePublication(spec.target_path);
+  return Status(published.code(), published.message() + RollbackNote(rollback));
+}
+
+Status UnpublishVolume(BridgeContext& ctx, const PublicationRecord& record,
+                       const Deadline& deadline) {
+  PublicationRecord removing = record;
+  removing.phase = Phase::kRemoving;
+  FLEXCSI_RETURN_IF_ERROR(ctx.store.PutPublication(removing));
+  const DriverConfig* driver = ctx.config.FindDriver(record.flex_driver);
+  if (driver == nullptr) {
+    return FailedPrecondition("driver " + record.flex_driver +
+                              " is no longer in the bridge configuration; cannot unpublish " +
+                              record.volume_id);
+  }
+  FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnpublishVolume(
+      UnpublishRequest(record.volume_id, record.target_path), deadline));
+  return ctx.store.DeletePublication(record.target_path);
+}
+
+}  // namespace flexcsi

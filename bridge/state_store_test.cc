@@ -1,1 +1,154 @@
+#include "bridge/state_store.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <gtest/gtest.h>
+
+namespace flexcsi {
+namespace {
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/state-store-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<StateStore> OpenStore() {
+    auto store = StateStore::Open(path_);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  static PublicationRecord Publication(const std::string& target, const std::string& staging) {
+    PublicationRecord p;
+    p.target_path = target;
+    p.staging_path = staging;
+    p.flex_driver = "acme/disk";
+    p.volume_name = "pv-1";
+    p.csi_driver = "disk.csi.acme.io";
+    p.volume_id = "vol-1";
+    p.pod_uid = "uid-1";
+    p.readonly = true;
+    p.phase = Phase::kDone;
+    return p;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(StateStoreTest, RecordsSurviveClosingAndReopeningTheDatabase) {
+  {
+    auto store = OpenStore();
+    AttachmentRecord a;
+    a.flex_driver = "acme/disk";
+    a.volume_name = "pv-1";
+    a.node_name = "node-1";
+    a.csi_driver = "disk.csi.acme.io";
+    a.volume_id = "vol-1";
+    a.node_id = "i-123";
+    a.publish_context = {{"devicePath", "/dev/loop3"}};
+    a.phase = Phase::kDone;
+    ASSERT_TRUE(store->PutAttachment(a).ok());
+    StagingRecord s;
+    s.staging_path = "/k/plugins/x/globalmount";
+    s.flex_driver = "acme/disk";
+    s.volume_name = "pv-1";
+    s.csi_driver = "disk.csi.acme.io";
+    s.volume_id = "vol-1";
+    s.owner = StagingOwner::kBridge;
+    s.request = {{"staged", true}, {"publishContext", {{"k", "v"}}}};
+    s.phase = Phase::kInProgress;
+    ASSERT_TRUE(store->PutStaging(s).ok());
+    ASSERT_TRUE(store->PutPublication(Publication("/k/pods/u/v", s.staging_path)).ok());
+  }
+  auto store = OpenStore();
+  auto a = store->GetAttachment("acme/disk", "pv-1", "node-1");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  EXPECT_EQ((*a)->node_id, "i-123");
+  EXPECT_EQ((*a)->publish_context["devicePath"], "/dev/loop3");
+  EXPECT_EQ((*a)->phase, Phase::kDone);
+  auto s = store->FindStagingOfVolume("acme/disk", "pv-1");
+  ASSERT_TRUE(s.ok() && s->has_value());
+  EXPECT_EQ((*s)->owner, StagingOwner::kBridge);
+  EXPECT_EQ((*s)->phase, Phase::kInProgress);
+  EXPECT_TRUE((*s)->StagedThroughCsi());
+  EXPECT_EQ((*s)->request["publishContext"]["k"], "v");
+  auto p = store->GetPublication("/k/pods/u/v");
+  ASSERT_TRUE(p.ok() && p->has_value());
+  EXPECT_TRUE((*p)->readonly);
+  EXPECT_EQ((*p)->staging_path, "/k/plugins/x/globalmount");
+}
+
+TEST_F(StateStoreTest, CountsPublicationsPerStagingAsTheReferenceCount) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->PutPublication(Publication("/k/pods/a/v", "/k/s1")).ok());
+  ASSERT_TRUE(store->PutPublication(Publication("/k/pods/b/v", "/k/s1")).ok());
+  ASSERT_TRUE(store->PutPublication(Publication("/k/pods/c/v", "")).ok());
+  EXPECT_EQ(*store->CountPublicationsOfStaging("/k/s1"), 2);
+  ASSERT_TRUE(store->DeletePublication("/k/pods/a/v").ok());
+  EXPECT_EQ(*store->CountPublicationsOfStaging("/k/s1"), 1);
+  auto counts = store->CountRecords();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->publications, 2);
+  auto missing = store->GetPublication("/k/pods/a/v");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST_F(StateStoreTest, PutReplacesTheRecordWithTheSameKey) {
+  auto store = OpenStore();
+  auto p = Publication("/k/pods/a/v", "");
+  p.phase = Phase::kInProgress;
+  ASSERT_TRUE(store->PutPublication(p).ok());
+  p.phase = Phase::kRemoving;
+  ASSERT_TRUE(store->PutPublication(p).ok());
+  auto all = store->ListPublications();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].phase, Phase::kRemoving);
+}
+
+TEST_F(StateStoreTest, UsesWalAndRecordsTheSchemaVersion) {
+  OpenStore();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  auto scalar = [&](const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+    sqlite3_step(stmt);
+    std::string v = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    return v;
+  };
+  EXPECT_EQ(scalar("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(scalar("PRAGMA user_version"), std::to_string(StateStore::kSchemaVersion));
+  sqlite3_close(db);
+}
+
+TEST_F(StateStoreTest, RefusesADatabaseFromANewerFlexcsi) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto store = StateStore::Open(path_);
+  EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("newer"), std::string::npos);
+}
+
+TEST_F(StateStoreTest, ReportsAnUnwritableLocationClearly) {
+  auto store = StateStore::Open(dir_ + "/no/such/dir/state.db");
+  EXPECT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("state.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flexcsi

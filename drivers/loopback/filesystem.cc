@@ -1,6 +1,10 @@
 #include "drivers/loopback/filesystem.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "common/command_runner.h"
+#include "drivers/loopback/loop_device.h"
 
 namespace flexcsi {
 namespace loopback {
@@ -40,10 +44,77 @@ Status MakeFilesystem(const std::string& device, const std::string& fs_type) {
   return Status::Ok();
 }
 
+namespace {
+
+bool IsExtFamily(const std::string& fs_type) {
+  return fs_type == "ext4" || fs_type == "ext3" || fs_type == "ext2";
+}
+
+// Size of the ext filesystem on `device` from its superblock.
+StatusOr<int64_t> ExtFilesystemBytes(const std::string& device) {
+  StatusOr<std::string> out = RunCommand({"dumpe2fs", "-h", device});
+  if (!out.ok()) return out.status();
+  int64_t blocks = -1;
+  int64_t block_size = -1;
+  std::istringstream lines(*out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto value = [&] { return std::stoll(line.substr(line.find(':') + 1)); };
+    if (line.rfind("Block count:", 0) == 0) blocks = value();
+    if (line.rfind("Block size:", 0) == 0) block_size = value();
+  }
+  if (blocks < 0 || block_size <= 0) return Internal("dumpe2fs -h " + device + ": no block count");
+  return blocks * block_size;
+}
+
+// Whether this process may grow a mounted ext4 (the kernel checks CAP_SYS_RESOURCE). Read from
+// /proc rather than libcap to avoid a dependency for one bit.
+bool HasCapSysResource() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      unsigned long long effective = std::stoull(line.substr(7), nullptr, 16);
+      constexpr int kCapSysResource = 24;
+      return (effective >> kCapSysResource) & 1ULL;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status GrowUnmountedFilesystem(const std::string& fs_type, const std::string& device) {
+  if (!IsExtFamily(fs_type)) return Status::Ok();
+  StatusOr<int64_t> fs_bytes = ExtFilesystemBytes(device);
+  if (!fs_bytes.ok()) return fs_bytes.status();
+  StatusOr<int64_t> device_bytes = BlockDeviceSize(device);
+  if (!device_bytes.ok()) return device_bytes.status();
+  // Less than a MiB of slack is alignment, not a size change.
+  if (*fs_bytes + (1 << 20) > *device_bytes) return Status::Ok();
+  // -p repairs only what is safe; exit 1 means "fixed", anything above is trouble.
+  StatusOr<CommandOutput> checked = RunCommandCapture({"e2fsck", "-f", "-p", device});
+  if (!checked.ok()) return checked.status();
+  if (checked->exit_code > 1) {
+    return Internal("e2fsck -f -p " + device + " exited " + std::to_string(checked->exit_code) +
+                    ": " + checked->stdout_text + checked->stderr_text);
+  }
+  StatusOr<std::string> resized = RunCommand({"resize2fs", device});
+  if (!resized.ok()) return resized.status().WithContext("growing " + device + " offline");
+  return Status::Ok();
+}
+
 Status GrowFilesystem(const std::string& fs_type, const std::string& device,
                       const std::string& mount_path) {
   StatusOr<std::string> out = Status::Ok();
-  if (fs_type == "ext4" || fs_type == "ext3" || fs_type == "ext2") {
+  if (IsExtFamily(fs_type)) {
+    // Online: the kernel does the work and wants CAP_SYS_RESOURCE for it. Without it no retry
+    // can succeed, which is what FAILED_PRECONDITION tells a CO; NodeStage grows it offline.
+    if (!HasCapSysResource()) {
+      return FailedPrecondition(
+          "growing mounted " + fs_type + " on " + device +
+          " needs CAP_SYS_RESOURCE, which csi-loopback lacks; it grows at the next NodeStage");
+    }
     out = RunCommand({"resize2fs", device});
   } else if (fs_type == "xfs") {
     out = RunCommand({"xfs_growfs", mount_path});

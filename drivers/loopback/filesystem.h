@@ -17,6 +17,12 @@ StatusOr<std::string> ProbeFilesystem(const std::string& device);
 // with ProbeFilesystem first, because mkfs on a used device destroys data.
 Status MakeFilesystem(const std::string& device, const std::string& fs_type);
 
+// Grows an unmounted ext2/3/4 filesystem to fill its device when it is smaller (a volume
+// restored or cloned into a larger size). Checks it first, as resize2fs demands. xfs can only
+// grow while mounted, so it is left to GrowFilesystem. REQUIRES: `device` is mounted nowhere.
+// Offline growth needs no CAP_SYS_RESOURCE, unlike online ext4 growth.
+Status GrowUnmountedFilesystem(const std::string& fs_type, const std::string& device);
+
 // Grows the mounted filesystem on `device` (mounted at `mount_path`) to the device's size.
 // A no-op when it already fills the device.
 Status GrowFilesystem(const std::string& fs_type, const std::string& device,

@@ -84,6 +84,15 @@ Status UnmountAll(const std::string& path) {
   return Status::Ok();
 }
 
+bool DeviceIsMounted(const std::string& device) {
+  StatusOr<std::vector<MountEntry>> table = ReadMountTable();
+  if (!table.ok()) return true;  // cannot tell: assume the unsafe case
+  for (const MountEntry& entry : *table) {
+    if (entry.source == device) return true;
+  }
+  return false;
+}
+
 bool SamePath(const std::string& a, const std::string& b) {
   if (a == b) return true;
   boost::system::error_code ec1, ec2;
@@ -110,10 +119,14 @@ Status ApplyMountGroup(const std::string& path, const VolumeCapability& capabili
   return Status::Ok();
 }
 
-std::string MountOptionsFor(const VolumeCapability& capability, bool readonly) {
+std::string MountOptionsFor(const VolumeCapability& capability, const std::string& fs_type,
+                            bool readonly) {
   std::vector<std::string> options;
+  // A snapshot or clone of an xfs volume carries its source's UUID, and xfs refuses to mount a
+  // second filesystem with a UUID already mounted; the copy must be usable beside the original.
+  if (fs_type == "xfs") options.push_back("nouuid");
   if (capability.has_mount()) {
-    options.assign(capability.mount().mount_flags().begin(),
+    options.insert(options.end(), capability.mount().mount_flags().begin(),
                    capability.mount().mount_flags().end());
   }
   if (readonly) options.push_back("ro");
@@ -126,7 +139,8 @@ std::string MountOptionsFor(const VolumeCapability& capability, bool readonly) {
 
 StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
                                                   const VolumeCapability& capability,
-                                                  std::string* fs_type) {
+                                                  std::string* fs_type, bool* formatted) {
+  *formatted = false;
   const std::string file = state_->VolumeFilePath(volume.id);
   StatusOr<std::string> device = AttachLoopDevice(file);
   if (!device.ok()) return device.status();
@@ -140,6 +154,7 @@ StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
     spdlog::info("formatting {} ({}) as {}", *device, volume.id, wanted);
     FLEXCSI_RETURN_IF_ERROR(MakeFilesystem(*device, wanted));
     *fs_type = wanted;
+    *formatted = true;
   } else if (*found != wanted && !capability.mount().fs_type().empty()) {
     return FailedPrecondition("volume " + volume.id + " holds " + *found +
                               ", capability asks for " + wanted);
@@ -150,14 +165,21 @@ StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
 }
 
 Status NodeServer::MountDevice(const std::string& device, const std::string& fs_type,
-                               const std::string& path, const VolumeCapability& capability,
-                               bool readonly) {
+                               bool formatted, const std::string& path,
+                               const VolumeCapability& capability, bool readonly) {
   FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(path));
   if (!IsMountPoint(path)) {
-    FLEXCSI_RETURN_IF_ERROR(Mount(device, path, fs_type, MountOptionsFor(capability, readonly)));
-    if (!readonly) {
-      // A volume restored or cloned into a larger size carries the smaller filesystem of its
-      // source; growing on mount makes the capacity the CO asked for visible. No-op otherwise.
+    // A volume restored or cloned into a larger size carries the smaller filesystem of its
+    // source; grow it so the capacity the CO asked for is visible. ext4 grows best offline,
+    // which is only safe while the device is mounted nowhere.
+    const bool grow = !formatted && !readonly;
+    if (grow && !DeviceIsMounted(device)) {
+      Status grown = GrowUnmountedFilesystem(fs_type, device);
+      if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, device, grown.ToString());
+    }
+    FLEXCSI_RETURN_IF_ERROR(
+        Mount(device, path, fs_type, MountOptionsFor(capability, fs_type, readonly)));
+    if (grow && fs_type == "xfs") {
       Status grown = GrowFilesystem(fs_type, device, path);
       if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, path, grown.ToString());
     }
@@ -219,10 +241,11 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
 
   const bool had_device = !volume->device.empty();
   std::string fs_type;
-  StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type);
+  bool formatted = false;
+  StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type, &formatted);
   Status result = device.status();
   if (result.ok() && !volume->block) {
-    result = MountDevice(*device, fs_type, path, capability, readonly);
+    result = MountDevice(*device, fs_type, formatted, path, capability, readonly);
   }
   if (!result.ok()) {
     // Leave no half-staged volume behind: a device we attached for nothing is detached.
@@ -364,14 +387,15 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
     // No staging: this call does what NodeStage would have done, straight onto the target.
     const bool had_device = !volume->device.empty();
     std::string fs_type;
-    StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type);
+    bool formatted = false;
+    StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type, &formatted);
     Status result = device.status();
     if (result.ok()) {
       if (volume->block) {
         result = EnsureFile(target);
         if (result.ok() && !IsMountPoint(target)) result = BindMount(*device, target, readonly);
       } else {
-        result = MountDevice(*device, fs_type, target, capability, readonly);
+        result = MountDevice(*device, fs_type, formatted, target, capability, readonly);
       }
     }
     if (!result.ok()) {

@@ -51,14 +51,17 @@ class NodeServer final : public csi::v1::Node::Service {
                   csi::v1::NodeExpandVolumeResponse* response);
 
   // Attaches the volume's loop device and, for a filesystem volume, makes sure the device holds
-  // a filesystem of the wanted type. Sets *fs_type to the filesystem found or made.
+  // a filesystem of the wanted type. Sets *fs_type to the filesystem found or made and
+  // *formatted to whether this call made it.
   StatusOr<std::string> AttachAndFormat(const VolumeRecord& volume,
                                         const csi::v1::VolumeCapability& capability,
-                                        std::string* fs_type);
+                                        std::string* fs_type, bool* formatted);
   // Mounts a filesystem device at `path` (creating the directory) honouring the capability's
-  // mount flags, read-only-ness and volume_mount_group.
-  Status MountDevice(const std::string& device, const std::string& fs_type, const std::string& path,
-                     const csi::v1::VolumeCapability& capability, bool readonly);
+  // mount flags, read-only-ness and volume_mount_group. An existing filesystem smaller than its
+  // device (restored or cloned into a larger volume) is grown first.
+  Status MountDevice(const std::string& device, const std::string& fs_type, bool formatted,
+                     const std::string& path, const csi::v1::VolumeCapability& capability,
+                     bool readonly);
 
   const DriverOptions& options_;
   VolumeState* state_;

@@ -1,0 +1,150 @@
+// Every call repeated, and calls in orders a CO may produce after losing track of things.
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "common/mount_table.h"
+#include "tests/driver/driver_harness.h"
+
+namespace flexcsi {
+namespace driver_test {
+namespace {
+
+using csi::v1::VolumeCapability;
+
+class IdempotencyTest : public DriverTest {};
+
+TEST_F(IdempotencyTest, EveryCallOfALifeTwiceSucceedsAndConverges) {
+  const VolumeCapability cap = MountCapability();
+  csi::v1::CreateVolumeRequest create = CreateRequest("pvc-twice", 16 * kMiB, cap);
+  csi::v1::CreateVolumeResponse first, second;
+  ASSERT_TRUE(Call(create, &first).ok());
+  grpc::Status s = Call(create, &second);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(first.volume().volume_id(), second.volume().volume_id());
+  EXPECT_EQ(first.volume().capacity_bytes(), second.volume().capacity_bytes());
+  const std::string id = first.volume().volume_id();
+
+  std::map<std::string, std::string> context1 = ControllerPublish(id, cap);
+  std::map<std::string, std::string> context2 = ControllerPublish(id, cap);
+  EXPECT_EQ(context1["backingFile"], context2["backingFile"]);
+
+  const std::string staging = MakeDir("staging");
+  MakeDir("pods/a");
+  const std::string target = PathIn("pods/a/m");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context1));
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context1));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, target, cap));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, target, cap));
+
+  // Repeats stack nothing: exactly one mount at each path, one loop device.
+  StatusOr<std::vector<MountEntry>> table = ReadMountTable();
+  ASSERT_TRUE(table.ok());
+  int at_staging = 0, at_target = 0;
+  for (const MountEntry& e : *table) {
+    at_staging += e.target == staging;
+    at_target += e.target == target;
+  }
+  EXPECT_EQ(at_staging, 1);
+  EXPECT_EQ(at_target, 1);
+  EXPECT_EQ(LoopDevicesBelow(state_dir()).size(), 1u);
+
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, target));
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, target));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  csi::v1::ControllerUnpublishVolumeRequest unpublish;
+  unpublish.set_volume_id(id);
+  unpublish.set_node_id(node_id());
+  EXPECT_TRUE(Call(unpublish).ok());
+  EXPECT_TRUE(Call(unpublish).ok());
+  ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
+  ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
+
+  csi::v1::CreateSnapshotRequest snap;
+  snap.set_name("never-mind");
+  snap.set_source_volume_id(id);
+  csi::v1::CreateSnapshotResponse out;
+  EXPECT_EQ(controller_->CreateSnapshot(NewContext().get(), snap, &out).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(IdempotencyTest, SnapshotCreateAndDeleteTwice) {
+  const std::string id = CreateVolume("pvc-snap", 8 * kMiB, MountCapability());
+  csi::v1::CreateSnapshotRequest snap;
+  snap.set_name("snap-twice");
+  snap.set_source_volume_id(id);
+  csi::v1::CreateSnapshotResponse a, b;
+  ASSERT_TRUE(controller_->CreateSnapshot(NewContext().get(), snap, &a).ok());
+  ASSERT_TRUE(controller_->CreateSnapshot(NewContext().get(), snap, &b).ok());
+  EXPECT_EQ(a.snapshot().snapshot_id(), b.snapshot().snapshot_id());
+  EXPECT_EQ(a.snapshot().creation_time().seconds(), b.snapshot().creation_time().seconds());
+  csi::v1::DeleteSnapshotRequest del;
+  del.set_snapshot_id(a.snapshot().snapshot_id());
+  csi::v1::DeleteSnapshotResponse out;
+  EXPECT_TRUE(controller_->DeleteSnapshot(NewContext().get(), del, &out).ok());
+  EXPECT_TRUE(controller_->DeleteSnapshot(NewContext().get(), del, &out).ok());
+}
+
+TEST_F(IdempotencyTest, UnstageOfANeverStagedVolumeIsOk) {
+  const std::string id = CreateVolume("pvc-never", 8 * kMiB, MountCapability());
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, MakeDir("staging")));
+}
+
+TEST_F(IdempotencyTest, UnpublishOfAnUnknownTargetIsOkAndRemovesAnEmptyTarget) {
+  const std::string id = CreateVolume("pvc-unknown-target", 8 * kMiB, MountCapability());
+  const std::string target = MakeDir("pods/never/m");
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, target));
+  struct stat st;
+  EXPECT_NE(::stat(target.c_str(), &st), 0);
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("does/not/exist")));
+}
+
+TEST_F(IdempotencyTest, ControllerUnpublishOfUnknownVolumeOrNeverPublishedIsOk) {
+  csi::v1::ControllerUnpublishVolumeRequest r;
+  r.set_volume_id("vol-unknown");
+  r.set_node_id(node_id());
+  EXPECT_TRUE(Call(r).ok());
+  r.set_volume_id(CreateVolume("pvc-never-published", 8 * kMiB, MountCapability()));
+  EXPECT_TRUE(Call(r).ok());
+  r.clear_node_id();  // all nodes
+  EXPECT_TRUE(Call(r).ok());
+}
+
+TEST_F(IdempotencyTest, RestageAfterTheStagingMountVanishedMountsAgain) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-vanish", 8 * kMiB, cap);
+  const std::string staging = MakeDir("staging");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  WriteFile(staging + "/keep", "kept");
+  ASSERT_TRUE(Unmount(staging).ok());  // someone else unmounted it behind the driver's back
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  EXPECT_TRUE(IsMountPoint(staging));
+  EXPECT_EQ(ReadFile(staging + "/keep"), "kept");  // same filesystem, not reformatted
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+}
+
+TEST_F(IdempotencyTest, ConcurrentStagesOfOneVolumeAttachOneDevice) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-race", 8 * kMiB, cap);
+  const std::string staging = MakeDir("staging");
+  std::vector<grpc::Status> results(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] {
+      csi::v1::NodeStageVolumeRequest r;
+      r.set_volume_id(id);
+      r.set_staging_target_path(staging);
+      *r.mutable_volume_capability() = cap;
+      results[i] = Call(r);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const grpc::Status& s : results) EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(LoopDevicesBelow(state_dir()).size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+}
+
+}  // namespace
+}  // namespace driver_test
+}  // namespace flexcsi

@@ -1,0 +1,102 @@
+// The driver stops and starts again while volumes exist, are staged and are published.
+#include <sys/wait.h>
+
+#include <fstream>
+
+#include "common/mount_table.h"
+#include "tests/driver/driver_harness.h"
+
+namespace flexcsi {
+namespace driver_test {
+namespace {
+
+using csi::v1::VolumeCapability;
+
+class RestartTest : public DriverTest {};
+
+TEST_F(RestartTest, VolumesSnapshotsAndPublicationsSurviveARestart) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-restart", 16 * kMiB, cap);
+  std::map<std::string, std::string> context = ControllerPublish(id, cap);
+  const std::string staging = MakeDir("staging");
+  MakeDir("pods");
+  const std::string target = PathIn("pods/m");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, target, cap));
+  WriteFile(target + "/f", "before restart");
+  csi::v1::CreateSnapshotRequest snap;
+  snap.set_name("snap-restart");
+  snap.set_source_volume_id(id);
+  csi::v1::CreateSnapshotResponse snap_out;
+  ASSERT_TRUE(controller_->CreateSnapshot(NewContext().get(), snap, &snap_out).ok());
+
+  ASSERT_NO_FATAL_FAILURE(RestartDriver());
+
+  // Create is still idempotent by name, and returns the same volume.
+  csi::v1::CreateVolumeResponse again;
+  ASSERT_TRUE(Call(CreateRequest("pvc-restart", 16 * kMiB, cap), &again).ok());
+  EXPECT_EQ(again.volume().volume_id(), id);
+  csi::v1::ControllerGetVolumeRequest get;
+  get.set_volume_id(id);
+  csi::v1::ControllerGetVolumeResponse got;
+  ASSERT_TRUE(controller_->ControllerGetVolume(NewContext().get(), get, &got).ok());
+  ASSERT_EQ(got.status().published_node_ids_size(), 1);
+  EXPECT_EQ(got.status().published_node_ids(0), node_id());
+  EXPECT_FALSE(got.status().volume_condition().abnormal());
+  csi::v1::ListSnapshotsRequest ls;
+  ls.set_snapshot_id(snap_out.snapshot().snapshot_id());
+  csi::v1::ListSnapshotsResponse ls_out;
+  ASSERT_TRUE(controller_->ListSnapshots(NewContext().get(), ls, &ls_out).ok());
+  EXPECT_EQ(ls_out.entries_size(), 1);
+
+  // Repeats of node calls after the restart are recognised, not redone.
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, target, cap));
+  EXPECT_EQ(ReadFile(target + "/f"), "before restart");
+  EXPECT_EQ(LoopDevicesBelow(state_dir()).size(), 1u);
+
+  // A second target after the restart, then a full teardown.
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/m2"), cap));
+  EXPECT_EQ(ReadFile(PathIn("pods/m2/f")), "before restart");
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, target));
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/m2")));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+  csi::v1::ControllerUnpublishVolumeRequest cu;
+  cu.set_volume_id(id);
+  cu.set_node_id(node_id());
+  ASSERT_TRUE(Call(cu).ok());
+  ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
+}
+
+TEST_F(RestartTest, StaleSocketFileIsReplacedOnStart) {
+  // Kill hard so the socket file stays behind, then start again on the same path.
+  const std::string socket = driver_->socket_path();
+  ASSERT_NO_FATAL_FAILURE(RestartDriver());
+  csi::v1::GetPluginInfoResponse info;
+  ASSERT_TRUE(
+      identity_->GetPluginInfo(NewContext().get(), csi::v1::GetPluginInfoRequest(), &info).ok());
+  EXPECT_EQ(info.name(), "loopback.csi.flexcsi.io");
+  EXPECT_FALSE(info.vendor_version().empty());
+}
+
+TEST_F(RestartTest, SigtermStopsCleanlyAndRemovesTheSocket) {
+  const std::string socket = driver_->socket_path();
+  int status = driver_->Stop();
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream gone(socket);
+  EXPECT_FALSE(gone.good());
+}
+
+TEST_F(RestartTest, CorruptStateKeepsTheDriverFromStarting) {
+  driver_->Stop();
+  { std::ofstream(state_dir() + "/state.json") << "{ broken"; }
+  DriverProcess broken(PathIn("other.sock"), state_dir(), PathIn("broken.log"), {});
+  EXPECT_FALSE(broken.Start());
+  EXPECT_NE(broken.Log().find("DATA_LOSS"), std::string::npos) << broken.Log();
+}
+
+}  // namespace
+}  // namespace driver_test
+}  // namespace flexcsi

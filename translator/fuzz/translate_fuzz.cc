@@ -1,0 +1,104 @@
+// libFuzzer target for the translator's untrusted-input entry points: JSON and YAML parsing,
+// every Translator operation, FlexVolume rules parsing and the mapping the bridge uses, and the
+// YAML writer. The first input byte picks the operation, the rest is the document. Any
+// crash, sanitizer report or escaped exception is a bug: all of these must return a Status.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "translator/flexvolume_rules.h"
+#include "translator/translator.h"
+#include "translator/yaml_json.h"
+
+namespace {
+
+using flexcsi::translator::Translator;
+using nlohmann::json;
+
+const char kRules[] =
+    "{\"flexVolumeRules\":["
+    "{\"flexDriver\":\"acme/lvm\",\"csiDriver\":\"lvm.csi.acme.io\",\"volumeHandle\":{\"fromOption\":"
+    "\"volumeID\"},\"attributes\":{\"rename\":{\"vg\":\"volumeGroup\"},\"static\":{\"m\":\"f\"}}},"
+    "{\"flexDriver\":\"acme/t\",\"csiDriver\":\"t.acme.io\",\"volumeHandle\":{\"template\":"
+    "\"${a}/${b}$$\"}}]}";
+
+const Translator& SharedTranslator() {
+  static const Translator* translator = [] {
+    auto rules = flexcsi::translator::ParseFlexVolumeRulesText(kRules);
+    return new Translator(rules.ok() ? *rules : flexcsi::translator::FlexVolumeRules());
+  }();
+  return *translator;
+}
+
+std::vector<json> ParseDocuments(const std::string& text) {
+  if (flexcsi::translator::LooksLikeJson(text)) {
+    auto doc = flexcsi::translator::ParseJsonText(text);
+    if (!doc.ok()) return {};
+    return {*doc};
+  }
+  auto docs = flexcsi::translator::ParseYamlDocuments(text);
+  return docs.ok() ? *docs : std::vector<json>();
+}
+
+const char* const kPlugins[] = {"kubernetes.io/aws-ebs",       "kubernetes.io/gce-pd",
+                                "kubernetes.io/azure-disk",    "kubernetes.io/azure-file",
+                                "kubernetes.io/cinder",        "kubernetes.io/vsphere-volume",
+                                "kubernetes.io/portworx-volume", "kubernetes.io/rbd"};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const uint8_t selector = data[0];
+  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+  const Translator& t = SharedTranslator();
+
+  if (selector % 8 == 7) {
+    // Rules text, then the bridge mapping with the remaining bytes as option values.
+    auto rules = flexcsi::translator::ParseFlexVolumeRulesText(text);
+    if (rules.ok()) {
+      for (const auto& rule : rules->rules()) {
+        (void)flexcsi::translator::MapFlexVolumeCallToCsi(
+            *rules, rule.flex_driver, {{"volumeID", text.substr(0, 8)}, {"a", "x"}, {"b", text}});
+      }
+    }
+    return 0;
+  }
+  for (json& doc : ParseDocuments(text)) {
+    (void)flexcsi::translator::JsonToYaml(doc);
+    switch (selector % 8) {
+      case 0:
+        (void)t.TranslateInTreePVToCSI(doc);
+        break;
+      case 1:
+        (void)t.TranslateCSIPVToInTree(doc);
+        break;
+      case 2:
+        (void)t.TranslateInTreeInlineVolumeToCSI(doc, selector & 0x80 ? "" : "ns");
+        break;
+      case 3:
+        (void)t.TranslateInTreeStorageClassToCSI(kPlugins[(selector >> 3) % 8], doc);
+        break;
+      case 4: {
+        // Round trip: whatever translates must translate back without crashing.
+        auto csi = t.TranslateInTreePVToCSI(doc);
+        if (csi.ok()) (void)t.TranslateCSIPVToInTree(*csi);
+        break;
+      }
+      case 5:
+        (void)t.GetInTreePluginNameFromSpec(&doc, nullptr);
+        (void)t.GetInTreePluginNameFromSpec(nullptr, &doc);
+        (void)t.IsPVMigratable(doc);
+        (void)t.IsInlineMigratable(doc);
+        break;
+      case 6:
+        if (doc.is_object() && doc.size() >= 1 && doc.begin()->is_string()) {
+          (void)t.RepairVolumeHandle("pd.csi.storage.gke.io", doc.begin()->get<std::string>(),
+                                     doc.begin().key());
+        }
+        break;
+    }
+  }
+  return 0;
+}

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   if (command == "state") return flexcsi::RunStateCommand(args, std::cout, std::cerr);
   if (command == "translate") {
 #ifdef FLEXCSI_HAVE_TRANSLATOR
-    return flexcsi::RunTranslateCommand(args, std::cin, std::cout, std::cerr);
+    return flexcsi::translator::RunTranslateCommand(args, std::cin, std::cout, std::cerr);
 #else
     std::cerr << "flexcsi: this build has no translator (built without translator/)\n";
     return 1;

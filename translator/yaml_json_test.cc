@@ -70,3 +70,28 @@ TEST(YamlJsonTest, AliasBombIsRejected) {
 }  // namespace
 }  // namespace translator
 }  // namespace flexcsi
+
+namespace flexcsi {
+namespace translator {
+namespace {
+
+// Found by translate_fuzz: yaml-cpp's LoadAll never returns on this input.
+TEST(YamlJsonTest, StrayCharactersAfterADocumentDoNotHang) {
+  auto docs = ParseYamlDocuments("\"v\",\": \"d");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(), "invalid YAML: the parser stopped advancing (stray characters?)");
+}
+
+TEST(YamlJsonTest, AnchorsAliasesAndScalarKeys) {
+  auto docs = ParseYamlDocuments("base: &b {x: 1}\ncopy: *b\n1: one\ntrue: yes\n");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 1u);
+  EXPECT_JSON_EQ((*docs)[0], J(R"({"base":{"x":1},"copy":{"x":1},"1":"one","true":"yes"})"));
+  auto complex_key = ParseYamlDocuments("? [a]\n: b\n");
+  ASSERT_FALSE(complex_key.ok());
+  EXPECT_EQ(complex_key.status().message(), "invalid YAML: line 1, column 3: mapping keys must be scalars");
+}
+
+}  // namespace
+}  // namespace translator
+}  // namespace flexcsi

@@ -3,6 +3,7 @@
 // that tests can restart or kill things between (or during) any two calls.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ enum class Step {
 
 const std::vector<Step>& AllSteps();
 const char* StepName(Step step);
+// For GoogleTest's messages about parametrised tests.
+inline void PrintTo(Step step, std::ostream* os) { *os << StepName(step); }
 
 class AttachableLifecycle {
  public:

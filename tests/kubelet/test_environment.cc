@@ -94,11 +94,18 @@ std::string RowString(const nlohmann::json& row, const char* snake, const char* 
 }  // namespace
 
 bool InPrivateMountNamespace() {
-  struct stat self, init;
-  if (::stat("/proc/self/ns/mnt", &self) != 0 || ::stat("/proc/1/ns/mnt", &init) != 0) {
-    return false;
-  }
-  return self.st_ino != init.st_ino || self.st_dev != init.st_dev;
+  auto ns_of = [](const std::string& pid) {
+    char buf[64];
+    ssize_t n = ::readlink(("/proc/" + pid + "/ns/mnt").c_str(), buf, sizeof(buf));
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  };
+  const std::string self = ns_of("self");
+  if (self.empty()) return false;
+  // PID 1's namespace is the host's; in a sandbox it may be unreadable, and then the parent's
+  // (ctest or the shell that ran unshare) stands for it.
+  std::string host = ns_of("1");
+  if (host.empty()) host = ns_of(std::to_string(::getppid()));
+  return !host.empty() && host != self;
 }
 
 ::testing::AssertionResult ChildProcess::Start(const std::vector<std::string>& argv,
@@ -112,7 +119,7 @@ bool InPrivateMountNamespace() {
   std::vector<char*> args;
   for (auto& a : copy) args.push_back(a.data());
   args.push_back(nullptr);
-  int rc = ::posix_spawn(&pid_, copy[0].c_str(), &fa, nullptr, args.data(), environ);
+  int rc = ::posix_spawnp(&pid_, copy[0].c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     pid_ = -1;
@@ -123,6 +130,16 @@ bool InPrivateMountNamespace() {
 
 void ChildProcess::Kill(int sig) {
   if (pid_ <= 0) return;
+  int early;
+  if (::waitpid(pid_, &early, WNOHANG) == pid_) {
+    // It died on its own before being stopped: worth a line next to the test's failure.
+    exit_report_ = WIFSIGNALED(early) ? "killed by signal " + std::to_string(WTERMSIG(early))
+                                      : "exited with status " + std::to_string(WEXITSTATUS(early));
+    std::fprintf(stderr, "note: pid %d had %s before the test stopped it\n", pid_,
+                 exit_report_.c_str());
+    pid_ = -1;
+    return;
+  }
   ::kill(pid_, sig);
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   int status;
@@ -228,7 +245,15 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
   ++bridge_starts_;
   std::ofstream(bridge_log_, std::ios::app)
       << "=== test: bridge start #" << bridge_starts_ << " ===\n";
-  auto r = bridge_.Start({FLEXCSI_BRIDGE_BINARY, "--config", bridge_config_}, bridge_log_);
+  std::vector<std::string> argv;
+  // FLEXCSI_BRIDGE_WRAPPER="gdb -batch -ex run -ex bt --args" runs the bridge under a debugger
+  // (its output lands in the bridge log).
+  if (const char* wrapper = std::getenv("FLEXCSI_BRIDGE_WRAPPER"); wrapper && *wrapper) {
+    std::istringstream words(wrapper);
+    for (std::string w; words >> w;) argv.push_back(w);
+  }
+  argv.insert(argv.end(), {FLEXCSI_BRIDGE_BINARY, "--config", bridge_config_});
+  auto r = bridge_.Start(argv, bridge_log_);
   if (!r) return r;
   return WaitForSocket(bridge_socket_, bridge_, bridge_log_, "flexcsi-bridge");
 }

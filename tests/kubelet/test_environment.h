@@ -42,9 +42,12 @@ class ChildProcess {
   void Kill(int sig);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
+  // How the child ended if it died on its own ("killed by signal 11"); empty otherwise.
+  const std::string& exit_report() const { return exit_report_; }
 
  private:
   pid_t pid_ = -1;
+  std::string exit_report_;
 };
 
 class TestEnvironment {
@@ -105,7 +108,8 @@ class TestEnvironment {
   int bridge_starts_ = 0, driver_starts_ = 0;
 };
 
-// True when this process runs in a mount namespace other than PID 1's; the tests mount for real
+// True when this process runs in a mount namespace other than the host's (PID 1's, or the
+// parent's when PID 1 is not visible); the tests mount for real
 // and must never do so in the host namespace.
 bool InPrivateMountNamespace();
 

@@ -220,12 +220,15 @@ Status ControllerServer::DoDeleteVolume(const csi::v1::DeleteVolumeRequest& requ
   auto lock = locks_->Lock("vol:" + request.volume_id());
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return Status::Ok();  // already gone: idempotent
+  // In use means attached to a node or used on this one; the CO must undo that first.
+  if (!volume->controller_publications.empty()) {
+    return FailedPrecondition("volume " + volume->id + " is still published to node " +
+                              volume->controller_publications.begin()->first);
+  }
   if (!volume->staging_path.empty() || !volume->node_publications.empty()) {
     return FailedPrecondition("volume " + volume->id + " is still in use on node " +
                               options_.node_id);
   }
-  // Controller publications alone do not block deletion when nothing uses the volume on the
-  // node; otherwise a CO that lost track of an attachment could never clean up.
   const std::string file = state_->VolumeFilePath(volume->id);
   FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
   FLEXCSI_RETURN_IF_ERROR(RemoveFile(file));

@@ -1,6 +1,7 @@
 #include "drivers/loopback/request_validation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 namespace flexcsi {
@@ -59,6 +60,37 @@ Status ValidateCapability(const VolumeCapability& capability, const char* field)
   if (capability.has_mount() && !IsSupportedFsType(capability.mount().fs_type())) {
     return InvalidArgument(name + ": fs_type '" + capability.mount().fs_type() +
                            "' is not supported (ext4, xfs)");
+  }
+  if (capability.has_mount()) {
+    Status flags = ValidateMountFlags(capability.mount().mount_flags());
+    if (!flags.ok()) return InvalidArgument(name + ": " + flags.message());
+  }
+  return Status::Ok();
+}
+
+Status ValidateMountFlags(const google::protobuf::RepeatedPtrField<std::string>& flags) {
+  static const char* const kForbidden[] = {"bind",       "rbind",          "move",
+                                           "remount",    "make-shared",    "make-private",
+                                           "make-slave", "make-unbindable"};
+  for (const std::string& flag : flags) {
+    size_t start = 0;
+    while (start <= flag.size()) {
+      size_t end = flag.find(',', start);
+      if (end == std::string::npos) end = flag.size();
+      std::string option = flag.substr(start, end - start);
+      std::string lower = option;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      for (const char* forbidden : kForbidden) {
+        if (lower == forbidden) {
+          return InvalidArgument("mount flag '" + option + "' is not allowed");
+        }
+      }
+      if (lower.rfind("x-mount.", 0) == 0) {
+        return InvalidArgument("mount flag '" + option + "' is not allowed");
+      }
+      start = end + 1;
+    }
   }
   return Status::Ok();
 }

@@ -43,6 +43,11 @@ bool IsMultiNodeMode(csi::v1::VolumeCapability::AccessMode::Mode mode);
 // INVALID_ARGUMENT otherwise; `field` names it in the message ("volume_capability").
 Status ValidateCapability(const csi::v1::VolumeCapability& capability, const char* field);
 
+// Mount flags are handed to libmount as options; those that would turn a filesystem mount into
+// something else (a bind, a move, a remount) or make libmount act on its own (X-mount.*) are
+// INVALID_ARGUMENT. A flag may itself hold several comma-separated options.
+Status ValidateMountFlags(const google::protobuf::RepeatedPtrField<std::string>& flags);
+
 // At least one capability, each valid.
 Status ValidateCapabilities(
     const google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>& capabilities);

@@ -72,6 +72,18 @@ TEST(ValidateCapabilityTest, UnsupportedFsTypeIsInvalid) {
   EXPECT_EQ(ValidateCapability(MountCapability("btrfs"), "c").code(), Code::kInvalidArgument);
 }
 
+TEST(ValidateMountFlagsTest, OrdinaryFlagsPassAndBindLikeOnesAreRefused) {
+  VolumeCapability c = MountCapability();
+  c.mutable_mount()->add_mount_flags("noatime");
+  c.mutable_mount()->add_mount_flags("nodev,nosuid");
+  EXPECT_TRUE(ValidateCapability(c, "c").ok());
+  for (const char* bad : {"bind", "ro,rbind", "REMOUNT", "X-mount.mkdir", "make-shared"}) {
+    VolumeCapability d = MountCapability();
+    d.mutable_mount()->add_mount_flags(bad);
+    EXPECT_EQ(ValidateCapability(d, "c").code(), Code::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ValidateCapabilitiesTest, EmptyListIsInvalid) {
   google::protobuf::RepeatedPtrField<VolumeCapability> none;
   EXPECT_EQ(ValidateCapabilities(none).code(), Code::kInvalidArgument);

@@ -125,6 +125,13 @@ int DriverProcess::Stop() {
   return status;
 }
 
+void DriverProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
 std::string DriverProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream s;
@@ -207,11 +214,15 @@ void DriverTest::Connect() {
   node_ = csi::v1::Node::NewStub(channel);
 }
 
-void DriverTest::RestartDriver() {
+void DriverTest::RestartDriver(bool crash) {
   identity_.reset();
   controller_.reset();
   node_.reset();
-  driver_->Stop();
+  if (crash) {
+    driver_->Kill();
+  } else {
+    driver_->Stop();
+  }
   driver_ = std::make_unique<DriverProcess>(dir_ + "/csi.sock", state_dir_, dir_ + "/driver.log",
                                             ExtraFlags());
   ASSERT_TRUE(driver_->Start());
@@ -322,6 +333,14 @@ void DriverTest::Publish(const std::string& volume_id, const std::string& stagin
   r.set_readonly(readonly);
   grpc::Status s = Call(r);
   ASSERT_TRUE(s.ok()) << "NodePublishVolume: " << Describe(s);
+}
+
+void DriverTest::ControllerUnpublish(const std::string& volume_id) {
+  csi::v1::ControllerUnpublishVolumeRequest r;
+  r.set_volume_id(volume_id);
+  r.set_node_id(node_id_);
+  grpc::Status s = Call(r);
+  ASSERT_TRUE(s.ok()) << "ControllerUnpublishVolume: " << Describe(s);
 }
 
 void DriverTest::Unpublish(const std::string& volume_id, const std::string& target_path) {

@@ -33,6 +33,8 @@ class DriverProcess {
   ::testing::AssertionResult Start();
   // SIGTERM, then waits for exit; SIGKILL if it lingers. Returns the exit status as waitpid.
   int Stop();
+  // SIGKILL: no cleanup at all, as after a crash (the socket file stays behind).
+  void Kill();
   bool running() const { return pid_ > 0; }
   std::string Log() const;
 
@@ -61,8 +63,9 @@ class DriverTest : public ::testing::Test {
   // Flags beyond --endpoint/--nodeid/--state-dir; override to test switches.
   virtual std::vector<std::string> ExtraFlags() const { return {}; }
 
-  // Restarts the driver (same state dir, same flags); keeps mounts and loop devices.
-  void RestartDriver();
+  // Restarts the driver (same state dir, same flags); keeps mounts and loop devices. With
+  // `crash`, the old process is SIGKILLed instead of stopped.
+  void RestartDriver(bool crash = false);
 
   // ---- request builders ----
   static csi::v1::VolumeCapability MountCapability(
@@ -99,6 +102,7 @@ class DriverTest : public ::testing::Test {
   void Publish(const std::string& volume_id, const std::string& staging_path,
                const std::string& target_path, const csi::v1::VolumeCapability& capability,
                bool readonly = false);
+  void ControllerUnpublish(const std::string& volume_id);
   void Unpublish(const std::string& volume_id, const std::string& target_path);
   void Unstage(const std::string& volume_id, const std::string& staging_path);
   void DeleteVolume(const std::string& volume_id);

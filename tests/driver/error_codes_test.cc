@@ -240,6 +240,24 @@ TEST_F(ErrorCodesTest, SingleNodeSingleWriterPublishesOnce) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
+TEST_F(ErrorCodesTest, DeleteOfAControllerPublishedVolumeIsFailedPrecondition) {
+  const std::string id = CreateVolume("pvc-attached", 8 * kMiB, MountCapability());
+  ControllerPublish(id, MountCapability());
+  csi::v1::DeleteVolumeRequest d;
+  d.set_volume_id(id);
+  EXPECT_EQ(Call(d).error_code(), StatusCode::FAILED_PRECONDITION);
+  ASSERT_NO_FATAL_FAILURE(ControllerUnpublish(id));
+  EXPECT_TRUE(Call(d).ok());
+}
+
+TEST_F(ErrorCodesTest, ForbiddenMountFlagIsInvalidArgument) {
+  const std::string id = CreateVolume("pvc-flags", 8 * kMiB, MountCapability());
+  VolumeCapability cap = MountCapability();
+  cap.mutable_mount()->add_mount_flags("bind");
+  EXPECT_EQ(Call(StageRequest(id, MakeDir("staging"), cap)).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ErrorCodesTest, ControllerPublishUnknownNodeIsNotFound) {
   const std::string id = CreateVolume("pvc-node", 8 * kMiB, MountCapability());
   csi::v1::ControllerPublishVolumeRequest cp;

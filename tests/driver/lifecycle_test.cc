@@ -195,6 +195,7 @@ TEST_F(LifecycleTest, BlockVolumeIsTheRawDeviceOnAFileTarget) {
   EXPECT_NE(::stat(target.c_str(), &st), 0);
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
   EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+  ASSERT_NO_FATAL_FAILURE(ControllerUnpublish(id));
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 

@@ -1,4 +1,5 @@
 // The driver stops and starts again while volumes exist, are staged and are published.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -69,15 +70,22 @@ TEST_F(RestartTest, VolumesSnapshotsAndPublicationsSurviveARestart) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
-TEST_F(RestartTest, StaleSocketFileIsReplacedOnStart) {
-  // Kill hard so the socket file stays behind, then start again on the same path.
+TEST_F(RestartTest, CrashLeavesTheSocketAndTheNextStartReplacesIt) {
   const std::string socket = driver_->socket_path();
+  const std::string id = CreateVolume("pvc-crash", 8 * kMiB, MountCapability());
+  driver_->Kill();
+  struct stat st;
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << "a killed driver leaves its socket";
   ASSERT_NO_FATAL_FAILURE(RestartDriver());
   csi::v1::GetPluginInfoResponse info;
   ASSERT_TRUE(
       identity_->GetPluginInfo(NewContext().get(), csi::v1::GetPluginInfoRequest(), &info).ok());
   EXPECT_EQ(info.name(), "loopback.csi.flexcsi.io");
   EXPECT_FALSE(info.vendor_version().empty());
+  csi::v1::ControllerGetVolumeRequest get;
+  get.set_volume_id(id);
+  csi::v1::ControllerGetVolumeResponse got;
+  EXPECT_TRUE(controller_->ControllerGetVolume(NewContext().get(), get, &got).ok());
 }
 
 TEST_F(RestartTest, SigtermStopsCleanlyAndRemovesTheSocket) {

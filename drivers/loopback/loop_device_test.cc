@@ -1,0 +1,67 @@
+// Attaches real loop devices (root only) to files in a temp dir; TearDown detaches every one of
+// them, because loop devices outlive the test process.
+#include "drivers/loopback/loop_device.h"
+
+#include <stdlib.h>
+
+#include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
+
+#include "drivers/loopback/backing_file.h"
+
+namespace flexcsi {
+namespace loopback {
+namespace {
+
+class LoopDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/flexcsi-loop-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    dir_ = templ;
+    file_ = dir_ + "/disk.img";
+    ASSERT_TRUE(CreateSparseFile(file_, 8 << 20).ok());
+  }
+  void TearDown() override {
+    DetachLoopDevices(file_);
+    EXPECT_TRUE(LoopDevicesFor(file_)->empty());
+    boost::filesystem::remove_all(dir_);
+  }
+  std::string dir_, file_;
+};
+
+TEST_F(LoopDeviceTest, AttachReusesTheDeviceOfTheSameFile) {
+  EXPECT_TRUE(LoopDevicesFor(file_)->empty());
+  StatusOr<std::string> first = AttachLoopDevice(file_);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->rfind("/dev/loop", 0), 0u) << *first;
+  StatusOr<std::string> second = AttachLoopDevice(file_);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*first, *second);
+  EXPECT_EQ(LoopDevicesFor(file_)->size(), 1u);
+  EXPECT_EQ(*BlockDeviceSize(*first), 8 << 20);
+}
+
+TEST_F(LoopDeviceTest, RefreshPicksUpAGrownFile) {
+  StatusOr<std::string> device = AttachLoopDevice(file_);
+  ASSERT_TRUE(device.ok());
+  ASSERT_TRUE(GrowFile(file_, 16 << 20).ok());
+  EXPECT_EQ(*BlockDeviceSize(*device), 8 << 20);  // not yet
+  ASSERT_TRUE(RefreshLoopDeviceSize(*device).ok());
+  EXPECT_EQ(*BlockDeviceSize(*device), 16 << 20);
+}
+
+TEST_F(LoopDeviceTest, DetachIsIdempotent) {
+  ASSERT_TRUE(AttachLoopDevice(file_).ok());
+  EXPECT_TRUE(DetachLoopDevices(file_).ok());
+  EXPECT_TRUE(LoopDevicesFor(file_)->empty());
+  EXPECT_TRUE(DetachLoopDevices(file_).ok());
+}
+
+TEST_F(LoopDeviceTest, MissingBackingFileIsNotFound) {
+  EXPECT_EQ(AttachLoopDevice(dir_ + "/absent.img").status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace loopback
+}  // namespace flexcsi

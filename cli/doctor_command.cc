@@ -156,7 +156,7 @@ DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const CliDriverC
   if (!S_ISREG(st.st_mode)) return Fail(name, exe + " is not a regular file", reinstall);
   const unsigned mode = st.st_mode & 07777;
   std::ostringstream mode_text;
-  mode_text << std::oct << mode;
+  mode_text << '0' << std::oct << mode;
   if ((mode & 0111) != 0111) {
     return Fail(name, exe + " has mode " + mode_text.str() + ", not executable by all",
                 "chmod 0755 " + exe);

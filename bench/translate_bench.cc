@@ -27,8 +27,8 @@
 
 namespace {
 
-using nlohmann::json;
 using flexcsi::translator::Translator;
+using nlohmann::json;
 
 json MakePV(int i) {
   std::string n = std::to_string(i);
@@ -45,8 +45,10 @@ json MakePV(int i) {
                {"persistentVolumeReclaimPolicy", "Delete"},
                {"storageClassName", "standard"},
                {"volumeMode", "Filesystem"},
-               {"claimRef", {{"kind", "PersistentVolumeClaim"}, {"namespace", "ns-" + std::to_string(i % 50)},
-                             {"name", "claim-" + n}}}}},
+               {"claimRef",
+                {{"kind", "PersistentVolumeClaim"},
+                 {"namespace", "ns-" + std::to_string(i % 50)},
+                 {"name", "claim-" + n}}}}},
              {"status", {{"phase", "Bound"}}}};
   json& spec = pv["spec"];
   json& labels = pv["metadata"]["labels"];
@@ -57,37 +59,52 @@ json MakePV(int i) {
       labels["topology.kubernetes.io/region"] = "us-central1";
       break;
     case 1:
-      spec["awsElasticBlockStore"] = {{"volumeID", "aws://us-east-1a/vol-" + n}, {"fsType", "ext4"}};
-      spec["nodeAffinity"] = {{"required", {{"nodeSelectorTerms", {{{"matchExpressions",
-          {{{"key", "topology.kubernetes.io/zone"}, {"operator", "In"}, {"values", {"us-east-1a"}}},
-           {{"key", "topology.kubernetes.io/region"}, {"operator", "In"}, {"values", {"us-east-1"}}}}}}}}}}};
+      spec["awsElasticBlockStore"] = {{"volumeID", "aws://us-east-1a/vol-" + n},
+                                      {"fsType", "ext4"}};
+      spec["nodeAffinity"] = {{"required",
+                               {{"nodeSelectorTerms",
+                                 {{{"matchExpressions",
+                                    {{{"key", "topology.kubernetes.io/zone"},
+                                      {"operator", "In"},
+                                      {"values", {"us-east-1a"}}},
+                                     {{"key", "topology.kubernetes.io/region"},
+                                      {"operator", "In"},
+                                      {"values", {"us-east-1"}}}}}}}}}}};
       break;
     case 2:
-      spec["azureDisk"] = {{"diskName", "d" + n},
-                           {"diskURI", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d" + n},
-                           {"cachingMode", "ReadOnly"}, {"fsType", "ext4"}, {"kind", "Managed"}};
+      spec["azureDisk"] = {
+          {"diskName", "d" + n},
+          {"diskURI", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d" + n},
+          {"cachingMode", "ReadOnly"},
+          {"fsType", "ext4"},
+          {"kind", "Managed"}};
       break;
     case 3:
-      spec["azureFile"] = {{"secretName", "azure-storage-account-acct-secret"}, {"shareName", "share-" + n}};
+      spec["azureFile"] = {{"secretName", "azure-storage-account-acct-secret"},
+                           {"shareName", "share-" + n}};
       break;
     case 4:
       spec["cinder"] = {{"volumeID", "c-" + n}, {"fsType", "xfs"}};
       labels["failure-domain.beta.kubernetes.io/zone"] = "nova";
       break;
     case 5:
-      spec["vsphereVolume"] = {{"volumePath", "[ds] kubevols/pv-" + n + ".vmdk"}, {"fsType", "ext4"}};
+      spec["vsphereVolume"] = {{"volumePath", "[ds] kubevols/pv-" + n + ".vmdk"},
+                               {"fsType", "ext4"}};
       break;
     case 6:
       spec["portworxVolume"] = {{"volumeID", "px-" + n}};
       break;
     case 7:
-      spec["rbd"] = {{"monitors", {"10.70.53.126:6789"}}, {"image", "kubernetes-dynamic-pvc-" + n},
-                     {"pool", "replicapool"}, {"secretRef", {{"name", "ceph"}, {"namespace", "default"}}}};
+      spec["rbd"] = {{"monitors", {"10.70.53.126:6789"}},
+                     {"image", "kubernetes-dynamic-pvc-" + n},
+                     {"pool", "replicapool"},
+                     {"secretRef", {{"name", "ceph"}, {"namespace", "default"}}}};
       break;
     default:
-      spec["flexVolume"] = {{"driver", "acme/lvm"},
-                            {"fsType", "ext4"},
-                            {"options", {{"volumeID", "lv-" + n}, {"vg", "vg0"}, {"size", "10Gi"}}}};
+      spec["flexVolume"] = {
+          {"driver", "acme/lvm"},
+          {"fsType", "ext4"},
+          {"options", {{"volumeID", "lv-" + n}, {"vg", "vg0"}, {"size", "10Gi"}}}};
       break;
   }
   return pv;
@@ -95,7 +112,8 @@ json MakePV(int i) {
 
 const char kRules[] =
     "{\"flexVolumeRules\":[{\"flexDriver\":\"acme/lvm\",\"csiDriver\":\"lvm.csi.acme.io\","
-    "\"volumeHandle\":{\"fromOption\":\"volumeID\"},\"attributes\":{\"rename\":{\"vg\":\"volumeGroup\"}}}]}";
+    "\"volumeHandle\":{\"fromOption\":\"volumeID\"},\"attributes\":{\"rename\":{\"vg\":"
+    "\"volumeGroup\"}}}]}";
 
 // Wall-clock and CPU time of this process; on a shared machine CPU time is the one-core figure.
 struct Clock {
@@ -180,13 +198,16 @@ int main(int argc, char** argv) {
   double command_wall = command.WallElapsed(), command_cpu = command.CpuElapsed();
   std::remove(rules_path.c_str());
 
-  std::printf("translate_bench: %d mixed PVs (8 in-tree plugins + flexVolume), one thread\n", count);
-  std::printf("  library  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; %zu failed)\n",
-              library_cpu, count / library_cpu, library_wall, count / library_wall, failed);
-  std::printf("  command  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; exit %d)\n",
-              command_cpu, count / command_cpu, command_wall, count / command_wall, status);
-  std::printf("             parse %zu MiB of JSON, translate, write %zu MiB of JSON\n", text_bytes >> 20,
-              sink.bytes >> 20);
+  std::printf("translate_bench: %d mixed PVs (8 in-tree plugins + flexVolume), one thread\n",
+              count);
+  std::printf(
+      "  library  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; %zu failed)\n",
+      library_cpu, count / library_cpu, library_wall, count / library_wall, failed);
+  std::printf(
+      "  command  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; exit %d)\n",
+      command_cpu, count / command_cpu, command_wall, count / command_wall, status);
+  std::printf("             parse %zu MiB of JSON, translate, write %zu MiB of JSON\n",
+              text_bytes >> 20, sink.bytes >> 20);
   std::printf("  peak RSS : %ld MiB (%ld MiB after building the inputs)\n", PeakRssKiB() / 1024,
               rss_inputs / 1024);
   std::printf("  %s", err.str().substr(0, err.str().find('\n') + 1).c_str());

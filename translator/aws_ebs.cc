@@ -47,9 +47,28 @@ bool ValidHostChar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   if (static_cast<unsigned char>(c) >= 0x80) return true;
   switch (c) {
-    case '-': case '_': case '.': case '~': case '!': case '$': case '&': case '\'':
-    case '(': case ')': case '*': case '+': case ',': case ';': case '=': case ':':
-    case '[': case ']': case '<': case '>': case '"': case '%':
+    case '-':
+    case '_':
+    case '.':
+    case '~':
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '[':
+    case ']':
+    case '<':
+    case '>':
+    case '"':
+    case '%':
       return true;
     default:
       return false;
@@ -70,16 +89,15 @@ StatusOr<std::string> ParseAwsURLPath(const std::string& raw) {
   size_t slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   std::string path = slash == std::string::npos ? std::string() : rest.substr(slash);
-  std::string host = authority.substr(authority.rfind('@') == std::string::npos
-                                          ? 0
-                                          : authority.rfind('@') + 1);
+  std::string host =
+      authority.substr(authority.rfind('@') == std::string::npos ? 0 : authority.rfind('@') + 1);
   if (!host.empty() && host[0] != '[') {
     size_t colon = host.rfind(':');
     if (colon != std::string::npos) {
       std::string port = host.substr(colon + 1);
       for (char c : port) {
-        if (c < '0' || c > '9') return parse_error("invalid port " + GoQuote(":" + port) +
-                                                   " after host");
+        if (c < '0' || c > '9')
+          return parse_error("invalid port " + GoQuote(":" + port) + " after host");
       }
     }
   }
@@ -119,8 +137,8 @@ class AwsEbsPlugin : public InTreePlugin {
 
   Status TranslatePVToCsi(Json& pv) const override {
     Json csi;
-    FLEXCSI_RETURN_IF_ERROR(CsiFromSource(PVSource(pv, kField), "spec." + std::string(kField),
-                                          &csi));
+    FLEXCSI_RETURN_IF_ERROR(
+        CsiFromSource(PVSource(pv, kField), "spec." + std::string(kField), &csi));
     TranslateTopologyInTreeToCsi(pv, kTopologyKey);
     SwapVolumeSource(pv, kField, "csi", std::move(csi));
     return Status::Ok();

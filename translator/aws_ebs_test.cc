@@ -35,21 +35,20 @@ TEST_P(EbsVolumeIdTest, MatchesUpstream) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, EbsVolumeIdTest,
-    testing::Values(IdCase{"aws://us-west-2a/vol-0123", "vol-0123", ""},
-                    IdCase{"aws:///vol-0123", "vol-0123", ""},
-                    IdCase{"vol-0123", "vol-0123", ""},
-                    IdCase{"not-a-vol", "not-a-vol", ""},
-                    IdCase{"aws://z/vol-%41b", "vol-Ab", ""},
-                    IdCase{"aws://vol-1", "", "Invalid format for AWS volume (aws://vol-1)"},
-                    IdCase{"aws://us-west-2a/02399794d890f9375", "",
-                           "Invalid format for AWS volume (aws://us-west-2a/02399794d890f9375)"},
-                    IdCase{"aws://z/vol-1/extra", "", "Invalid format for AWS volume (aws://z/vol-1/extra)"},
-                    IdCase{"aws://z/vol-%zz", "",
-                           "Invalid disk name (aws://z/vol-%zz): parse \"aws://z/vol-%zz\": invalid URL "
-                           "escape \"%zz\""},
-                    IdCase{"aws://z/vol-\x01", "",
-                           "Invalid disk name (aws://z/vol-\x01): parse \"aws://z/vol-\\x01\": "
-                           "net/url: invalid control character in URL"}));
+    testing::Values(
+        IdCase{"aws://us-west-2a/vol-0123", "vol-0123", ""},
+        IdCase{"aws:///vol-0123", "vol-0123", ""}, IdCase{"vol-0123", "vol-0123", ""},
+        IdCase{"not-a-vol", "not-a-vol", ""}, IdCase{"aws://z/vol-%41b", "vol-Ab", ""},
+        IdCase{"aws://vol-1", "", "Invalid format for AWS volume (aws://vol-1)"},
+        IdCase{"aws://us-west-2a/02399794d890f9375", "",
+               "Invalid format for AWS volume (aws://us-west-2a/02399794d890f9375)"},
+        IdCase{"aws://z/vol-1/extra", "", "Invalid format for AWS volume (aws://z/vol-1/extra)"},
+        IdCase{"aws://z/vol-%zz", "",
+               "Invalid disk name (aws://z/vol-%zz): parse \"aws://z/vol-%zz\": invalid URL "
+               "escape \"%zz\""},
+        IdCase{"aws://z/vol-\x01", "",
+               "Invalid disk name (aws://z/vol-\x01): parse \"aws://z/vol-\\x01\": "
+               "net/url: invalid control character in URL"}));
 
 TEST(AwsRegionParserTest, Forms) {
   EXPECT_EQ(*AwsRegionFromZones({"us-west-2a"}), "us-west-2");
@@ -73,28 +72,33 @@ class AwsEbsTest : public testing::TestWithParam<Case> {};
 INSTANTIATE_TEST_SUITE_P(
     PVToCsi, AwsEbsTest,
     testing::Values(
-        Case{"UrlFormZeroPartitionBetaLabel",
-             R"({"metadata":{"name":"pv","labels":{"failure-domain.beta.kubernetes.io/zone":"us-east-1a",
+        Case{
+            "UrlFormZeroPartitionBetaLabel",
+            R"({"metadata":{"name":"pv","labels":{"failure-domain.beta.kubernetes.io/zone":"us-east-1a",
                  "failure-domain.beta.kubernetes.io/region":"us-east-1"}},
                  "spec":{"accessModes":["ReadWriteMany"],"awsElasticBlockStore":{"volumeID":"aws://us-east-1a/vol-1","fsType":"ext4"},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"failure-domain.beta.kubernetes.io/region","operator":"In","values":["us-east-1"]}]}]}}}})",
-             {R"({"metadata":{"name":"pv","labels":{"failure-domain.beta.kubernetes.io/zone":"us-east-1a",
+            {R"({"metadata":{"name":"pv","labels":{"failure-domain.beta.kubernetes.io/zone":"us-east-1a",
                  "failure-domain.beta.kubernetes.io/region":"us-east-1"}},
                  "spec":{"accessModes":["ReadWriteMany"],
                  "csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1","fsType":"ext4","volumeAttributes":{"partition":"0"}},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.kubernetes.io/region","operator":"In","values":["us-east-1"]},
                    {"key":"topology.ebs.csi.aws.com/zone","operator":"In","values":["us-east-1a"]}]}]}}}})",
-              ""}},
-        Case{"Partition",
-             R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-2","partition":7,"readOnly":true}}})",
-             {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-2","readOnly":true,
+             ""}},
+        Case{
+            "Partition",
+            R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-2","partition":7,"readOnly":true}}})",
+            {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-2","readOnly":true,
                  "volumeAttributes":{"partition":"7"}}}})",
-              ""}},
-        Case{"InvalidUrl",
-             R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"aws://vol-1"}}})",
-             {"", "failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume (aws://vol-1)"}}),
+             ""}},
+        Case{
+            "InvalidUrl",
+            R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"aws://vol-1"}}})",
+            {"",
+             "failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume "
+             "(aws://vol-1)"}}),
     [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST_P(AwsEbsTest, MatchesUpstream) {
@@ -112,68 +116,81 @@ TEST_P(AwsEbsBackTest, MatchesUpstream) {
 INSTANTIATE_TEST_SUITE_P(
     CsiToInTree, AwsEbsBackTest,
     testing::Values(
-        Case{"SpecExample",
-             R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1",
+        Case{
+            "SpecExample",
+            R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1",
                  "volumeAttributes":{"partition":"0"}},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.ebs.csi.aws.com/zone","operator":"In","values":["us-west-2b","us-west-2a"]}]}]}}}})",
-             {R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-west-2a__us-west-2b",
+            {R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-west-2a__us-west-2b",
                  "topology.kubernetes.io/region":"us-west-2"}},
                  "spec":{"awsElasticBlockStore":{"volumeID":"vol-1"},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.kubernetes.io/zone","operator":"In","values":["us-west-2b","us-west-2a"]},
                    {"key":"topology.kubernetes.io/region","operator":"In","values":["us-west-2"]}]}]}}}})",
-              ""}},
-        Case{"PartitionAndFlags",
-             R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1","fsType":"xfs",
+             ""}},
+        Case{
+            "PartitionAndFlags",
+            R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1","fsType":"xfs",
                  "readOnly":true,"volumeAttributes":{"partition":"+3"}}}})",
-             {R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-1","fsType":"xfs","readOnly":true,"partition":3}}})",
-              ""}},
-        Case{"EmptyPartitionIsAnError",
-             R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1",
+            {R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-1","fsType":"xfs","readOnly":true,"partition":3}}})",
+             ""}},
+        Case{
+            "EmptyPartitionIsAnError",
+            R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1",
                  "volumeAttributes":{"partition":""}}}})",
-             {"", "failed to convert partition  to integer: strconv.Atoi: parsing \"\": invalid syntax"}},
-        Case{"RegionAlreadyPresentInTerm",
-             R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1"},
+            {"",
+             "failed to convert partition  to integer: strconv.Atoi: parsing \"\": invalid "
+             "syntax"}},
+        Case{
+            "RegionAlreadyPresentInTerm",
+            R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1"},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.kubernetes.io/region","operator":"In","values":["r1"]},
                    {"key":"topology.ebs.csi.aws.com/zone","operator":"In","values":["bogus"]}]}]}}}})",
-             {R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"bogus","topology.kubernetes.io/region":"r1"}},
+            {R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"bogus","topology.kubernetes.io/region":"r1"}},
                  "spec":{"awsElasticBlockStore":{"volumeID":"vol-1"},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.kubernetes.io/region","operator":"In","values":["r1"]},
                    {"key":"topology.kubernetes.io/zone","operator":"In","values":["bogus"]}]}]}}}})",
-              ""}},
-        Case{"BadZone",
-             R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1"},
+             ""}},
+        Case{
+            "BadZone",
+            R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1"},
                  "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
                    {"key":"topology.ebs.csi.aws.com/zone","operator":"In","values":["us-west"]}]}]}}}})",
-             {"", "failed to translate topology. PV:pv. Error:Failed to handle region topology. error: "
-                  "Unexpected zone format: us-west is not a valid AWS zone"}}),
+            {"",
+             "failed to translate topology. PV:pv. Error:Failed to handle region topology. error: "
+             "Unexpected zone format: us-west is not a valid AWS zone"}}),
     [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(AwsEbsTest, InlineIsAlwaysReadWriteOnce) {
   Translator t;
-  ExpectResult(t.TranslateInTreeInlineVolumeToCSI(
-                   J(R"({"name":"v","awsElasticBlockStore":{"volumeID":"aws:///vol-9","readOnly":true}})"), ""),
-               {R"({"metadata":{"name":"ebs.csi.aws.com-vol-9"},"spec":{"accessModes":["ReadWriteOnce"],
+  ExpectResult(
+      t.TranslateInTreeInlineVolumeToCSI(
+          J(R"({"name":"v","awsElasticBlockStore":{"volumeID":"aws:///vol-9","readOnly":true}})"),
+          ""),
+      {R"({"metadata":{"name":"ebs.csi.aws.com-vol-9"},"spec":{"accessModes":["ReadWriteOnce"],
                    "volumeMode":"Filesystem","csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-9","readOnly":true,
                    "volumeAttributes":{"partition":"0"}}}})",
-                ""});
+       ""});
 }
 
 TEST(AwsEbsTest, StorageClass) {
   Translator t;
-  ExpectResult(t.TranslateInTreeStorageClassToCSI(
-                   "kubernetes.io/aws-ebs",
-                   J(R"({"provisioner":"kubernetes.io/aws-ebs","parameters":{"fsType":"ext4","IopsPerGB":"10","type":"io1","zones":"a,b"}})")),
-               {R"({"provisioner":"kubernetes.io/aws-ebs","parameters":{"csi.storage.k8s.io/fstype":"ext4",
+  ExpectResult(
+      t.TranslateInTreeStorageClassToCSI(
+          "kubernetes.io/aws-ebs",
+          J(R"({"provisioner":"kubernetes.io/aws-ebs","parameters":{"fsType":"ext4","IopsPerGB":"10","type":"io1","zones":"a,b"}})")),
+      {R"({"provisioner":"kubernetes.io/aws-ebs","parameters":{"csi.storage.k8s.io/fstype":"ext4",
                    "IopsPerGB":"10","allowautoiopspergbincrease":"true","type":"io1"},
                    "allowedTopologies":[{"matchLabelExpressions":[{"key":"topology.ebs.csi.aws.com/zone","values":["a","b"]}]}]})",
-                ""});
+       ""});
   // The lookup is by in-tree plugin name, never by CSI driver name.
-  ExpectResult(t.TranslateInTreeStorageClassToCSI("ebs.csi.aws.com", J("{}")),
-               {"", "could not find in-tree storage class parameter translation logic for \"ebs.csi.aws.com\""});
+  ExpectResult(
+      t.TranslateInTreeStorageClassToCSI("ebs.csi.aws.com", J("{}")),
+      {"",
+       "could not find in-tree storage class parameter translation logic for \"ebs.csi.aws.com\""});
 }
 
 }  // namespace

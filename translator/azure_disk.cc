@@ -20,8 +20,7 @@ const char kBlobDiskPattern[] = "http(?:.*)://(?:.*)/vhds/(.+)";
 
 // Finds `literal` in `line` at or after `from`; '?' in literal matches any character (the
 // regexp '.' of "Microsoft.Compute").
-size_t FindPattern(const std::string& line, const std::string& literal, size_t from,
-                   bool last) {
+size_t FindPattern(const std::string& line, const std::string& literal, size_t from, bool last) {
   if (line.size() < literal.size()) return std::string::npos;
   size_t found = std::string::npos;
   for (size_t i = from; i + literal.size() <= line.size(); ++i) {
@@ -63,13 +62,12 @@ std::optional<std::string> SearchLines(const std::string& s, const std::string& 
 
 StatusOr<std::string> DiskNameFromURI(const std::string& uri) {
   bool blob = uri.size() > 4 && AsciiLower(uri.substr(0, 4)) == "http";
-  std::optional<std::string> name =
-      blob ? SearchLines(uri, "http", "://", "/vhds/")
-           : SearchLines(uri, "/subscriptions/", "/resourceGroups/",
-                         "/providers/Microsoft?Compute/disks/");
+  std::optional<std::string> name = blob ? SearchLines(uri, "http", "://", "/vhds/")
+                                         : SearchLines(uri, "/subscriptions/", "/resourceGroups/",
+                                                       "/providers/Microsoft?Compute/disks/");
   if (!name) {
-    return InvalidArgument("could not get disk name from " + uri + ", correct format: " +
-                           (blob ? kBlobDiskPattern : kManagedDiskPattern));
+    return InvalidArgument("could not get disk name from " + uri +
+                           ", correct format: " + (blob ? kBlobDiskPattern : kManagedDiskPattern));
   }
   return *name;
 }

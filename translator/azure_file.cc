@@ -75,8 +75,8 @@ class AzureFilePlugin : public InTreePlugin {
     std::string ns = pod_namespace.empty() ? kDefaultSecretNamespace : pod_namespace;
     std::string handle = Handle("", AccountFromSecretName(secret_name), share,
                                 StringField(volume, "name", "volume"), ns);
-    Json csi = NewCsiSource(kDriver, handle, "", BoolField(src, "readOnly", path),
-                            {{"sharename", share}});
+    Json csi =
+        NewCsiSource(kDriver, handle, "", BoolField(src, "readOnly", path), {{"sharename", share}});
     csi["nodeStageSecretRef"] = NewSecretRef(secret_name, ns);
     return NewInlinePV(handle, std::move(csi), "ReadWriteMany");
   }

@@ -104,13 +104,13 @@ bool TemplateKeys(const std::string& tmpl, std::vector<std::string>* keys) {
 
 Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) {
   if (!r.is_object()) return InvalidArgument(where + " must be a map");
-  FLEXCSI_RETURN_IF_ERROR(RejectUnknownKeys(
-      r,
-      {"flexDriver", "csiDriver", "volumeHandle", "keepHandleOptions", "attributes", "secretRefs",
-       "defaultFsType"},
-      where));
-  FLEXCSI_RETURN_IF_ERROR(ScalarText(r.value("flexDriver", Json()), where + ".flexDriver",
-                                     &rule->flex_driver));
+  FLEXCSI_RETURN_IF_ERROR(
+      RejectUnknownKeys(r,
+                        {"flexDriver", "csiDriver", "volumeHandle", "keepHandleOptions",
+                         "attributes", "secretRefs", "defaultFsType"},
+                        where));
+  FLEXCSI_RETURN_IF_ERROR(
+      ScalarText(r.value("flexDriver", Json()), where + ".flexDriver", &rule->flex_driver));
   FLEXCSI_RETURN_IF_ERROR(
       ScalarText(r.value("csiDriver", Json()), where + ".csiDriver", &rule->csi_driver));
   if (rule->flex_driver.empty()) return InvalidArgument(where + ": flexDriver is required");
@@ -142,8 +142,8 @@ Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) 
       return InvalidArgument(where + ": volumeHandle.fromOption is empty");
     }
   } else {
-    FLEXCSI_RETURN_IF_ERROR(ScalarText(handle["template"], where + ".volumeHandle.template",
-                                       &rule->handle_template));
+    FLEXCSI_RETURN_IF_ERROR(
+        ScalarText(handle["template"], where + ".volumeHandle.template", &rule->handle_template));
     std::vector<std::string> keys;
     if (!TemplateKeys(rule->handle_template, &keys)) {
       return InvalidArgument(where + ": volumeHandle.template " + GoQuote(rule->handle_template) +

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -31,7 +31,13 @@ namespace flexcsi {
 namespace translator {
 
 // The CSI secret reference fields a rule may fill, in their rules-file spelling.
-enum class SecretRefField { kControllerPublish, kNodeStage, kNodePublish, kControllerExpand, kNodeExpand };
+enum class SecretRefField {
+  kControllerPublish,
+  kNodeStage,
+  kNodePublish,
+  kControllerExpand,
+  kNodeExpand
+};
 // "controllerPublish" (rules file) and "controllerPublishSecretRef" (PV field).
 const char* SecretRefRuleName(SecretRefField field);
 const char* SecretRefPVFieldName(SecretRefField field);

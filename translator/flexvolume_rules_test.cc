@@ -48,38 +48,46 @@ TEST_P(FlexVolumePVTest, FollowsSection12) {
 INSTANTIATE_TEST_SUITE_P(
     Table, FlexVolumePVTest,
     testing::Values(
-        Case{"FromOptionWithRenameExcludeStaticAndClaimNamespace",
-             R"({"metadata":{"name":"pv"},"spec":{"claimRef":{"namespace":"app"},"accessModes":["ReadWriteOnce"],
+        Case{
+            "FromOptionWithRenameExcludeStaticAndClaimNamespace",
+            R"({"metadata":{"name":"pv"},"spec":{"claimRef":{"namespace":"app"},"accessModes":["ReadWriteOnce"],
                  "mountOptions":["noatime"],"flexVolume":{"driver":"acme/lvm","readOnly":true,"secretRef":{"name":"s"},
                  "options":{"volumeID":"v1","vg":"vg0","debug":"1","size":"1Gi","kubernetes.io/fsType":"xfs","migratedFrom":"x"}}}})",
-             {R"({"metadata":{"name":"pv"},"spec":{"claimRef":{"namespace":"app"},"accessModes":["ReadWriteOnce"],
+            {R"({"metadata":{"name":"pv"},"spec":{"claimRef":{"namespace":"app"},"accessModes":["ReadWriteOnce"],
                  "mountOptions":["noatime"],"csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1","fsType":"ext4","readOnly":true,
                  "volumeAttributes":{"volumeGroup":"vg0","size":"1Gi","migratedFrom":"flexVolume"},
                  "nodeStageSecretRef":{"name":"s","namespace":"app"},"controllerExpandSecretRef":{"name":"s","namespace":"app"}}}})",
-              ""}},
-        Case{"TemplateHandleDropsUsedOptions",
-             R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/rbd","fsType":"xfs",
+             ""}},
+        Case{
+            "TemplateHandleDropsUsedOptions",
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/rbd","fsType":"xfs",
                  "secretRef":{"name":"s","namespace":"sec"},"options":{"pool":"p","image":"i","extra":"e"}}}})",
-             {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"rbd.acme.io","volumeHandle":"p/i-$x","fsType":"xfs",
+            {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"rbd.acme.io","volumeHandle":"p/i-$x","fsType":"xfs",
                  "volumeAttributes":{"extra":"e"},
                  "nodeStageSecretRef":{"name":"s","namespace":"sec"},"nodePublishSecretRef":{"name":"s","namespace":"sec"}}}})",
-              ""}},
-        Case{"KeepHandleOptionsAndNoSecretRefs",
-             R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/keep","secretRef":{"name":"s","namespace":"n"},
+             ""}},
+        Case{
+            "KeepHandleOptionsAndNoSecretRefs",
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/keep","secretRef":{"name":"s","namespace":"n"},
                  "options":{"id":"42"}}}})",
-             {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"keep.acme.io","volumeHandle":"42",
+            {R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"keep.acme.io","volumeHandle":"42",
                  "volumeAttributes":{"id":"42"}}}})",
-              ""}},
-        Case{"MissingTemplateOption",
-             R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/rbd","options":{"pool":"p","image":""}}}})",
-             {"", "flexVolume rule for acme/rbd: volume handle option \"image\" is missing or empty"}},
+             ""}},
+        Case{
+            "MissingTemplateOption",
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/rbd","options":{"pool":"p","image":""}}}})",
+            {"",
+             "flexVolume rule for acme/rbd: volume handle option \"image\" is missing or empty"}},
         Case{"MissingHandleOption",
              R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm"}}})",
-             {"", "flexVolume rule for acme/lvm: volume handle option \"volumeID\" is missing or empty"}},
-        Case{"NoSecretNamespace",
-             R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","secretRef":{"name":"s"},
+             {"",
+              "flexVolume rule for acme/lvm: volume handle option \"volumeID\" is missing or "
+              "empty"}},
+        Case{
+            "NoSecretNamespace",
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","secretRef":{"name":"s"},
                  "options":{"volumeID":"v"}}}})",
-             {"", "cannot determine secret namespace for flexVolume secretRef s"}},
+            {"", "cannot determine secret namespace for flexVolume secretRef s"}},
         Case{"NoRuleForDriver",
              R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"other/x"}}})",
              {"", "no flexVolume rule for driver other/x"}}),
@@ -87,7 +95,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(FlexVolumeTest, WithoutRulesFlexVolumeIsRejectedLikeUpstream) {
   Translator t;
-  ExpectResult(t.TranslateInTreePVToCSI(J(R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm"}}})")),
+  ExpectResult(t.TranslateInTreePVToCSI(
+                   J(R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm"}}})")),
                {"", "could not find in-tree plugin translation logic for \"pv\""});
 }
 
@@ -95,12 +104,13 @@ TEST(FlexVolumeTest, InlineUsesPodNamespace) {
   Translator t(LoadRules());
   const char* volume = R"({"name":"v","flexVolume":{"driver":"acme/lvm","secretRef":{"name":"s"},
       "options":{"volumeID":"v1"}}})";
-  ExpectResult(t.TranslateInTreeInlineVolumeToCSI(J(volume), "team"),
-               {R"({"metadata":{"name":"lvm.csi.acme.io-v1"},"spec":{"accessModes":["ReadWriteOnce"],"volumeMode":"Filesystem",
+  ExpectResult(
+      t.TranslateInTreeInlineVolumeToCSI(J(volume), "team"),
+      {R"({"metadata":{"name":"lvm.csi.acme.io-v1"},"spec":{"accessModes":["ReadWriteOnce"],"volumeMode":"Filesystem",
                    "csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1","fsType":"ext4",
                    "volumeAttributes":{"migratedFrom":"flexVolume"},
                    "nodeStageSecretRef":{"name":"s","namespace":"team"},"controllerExpandSecretRef":{"name":"s","namespace":"team"}}}})",
-                ""});
+       ""});
   ExpectResult(t.TranslateInTreeInlineVolumeToCSI(J(volume), ""),
                {"", "cannot determine secret namespace for flexVolume secretRef s"});
 }
@@ -108,14 +118,17 @@ TEST(FlexVolumeTest, InlineUsesPodNamespace) {
 TEST(FlexVolumeTest, CsiBackToFlexVolume) {
   Translator t(LoadRules());
   ExpectResult(
-      t.TranslateCSIPVToInTree(J(R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1",
+      t.TranslateCSIPVToInTree(J(
+          R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1",
           "fsType":"ext4","readOnly":true,"volumeAttributes":{"volumeGroup":"vg0","size":"1Gi","migratedFrom":"flexVolume"},
           "controllerExpandSecretRef":{"name":"s2","namespace":"n2"},"nodeStageSecretRef":{"name":"s","namespace":"app"}}}})")),
       {R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","fsType":"ext4","readOnly":true,
           "secretRef":{"name":"s","namespace":"app"},"options":{"vg":"vg0","size":"1Gi","volumeID":"v1"}}}})",
        ""});
-  ExpectResult(t.TranslateCSIPVToInTree(J(R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"rbd.acme.io","volumeHandle":"p/i"}}})")),
-               {"", "flexVolume rule for rbd.acme.io uses a template handle and cannot be reversed"});
+  ExpectResult(
+      t.TranslateCSIPVToInTree(J(
+          R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"rbd.acme.io","volumeHandle":"p/i"}}})")),
+      {"", "flexVolume rule for rbd.acme.io uses a template handle and cannot be reversed"});
 }
 
 TEST(FlexVolumeTest, BridgeCallUsesTheSameMapping) {
@@ -142,7 +155,8 @@ TEST(FlexVolumeTest, BridgeCallUsesTheSameMapping) {
 }
 
 TEST(FlexVolumeTest, JsonAndYamlNodeFormsAreEquivalent) {
-  auto from_json = ParseFlexVolumeRules(J(R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c",
+  auto from_json =
+      ParseFlexVolumeRules(J(R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c",
       "volumeHandle":{"fromOption":"id"},"attributes":{"static":{"n":3}}}]})"));
   ASSERT_TRUE(from_json.ok()) << from_json.status().message();
   auto from_yaml = ParseFlexVolumeRules(YAML::Load(
@@ -153,8 +167,9 @@ TEST(FlexVolumeTest, JsonAndYamlNodeFormsAreEquivalent) {
   ASSERT_EQ(from_yaml->rules().size(), 1u);
   EXPECT_EQ(from_json->rules()[0].static_attributes, from_yaml->rules()[0].static_attributes);
   EXPECT_EQ(from_yaml->rules()[0].static_attributes.at("n"), "3");
-  EXPECT_EQ(from_yaml->rules()[0].secret_refs,
-            (std::vector<SecretRefField>{SecretRefField::kNodeStage, SecretRefField::kNodePublish}));
+  EXPECT_EQ(
+      from_yaml->rules()[0].secret_refs,
+      (std::vector<SecretRefField>{SecretRefField::kNodeStage, SecretRefField::kNodePublish}));
 }
 
 struct BadRules {
@@ -172,36 +187,51 @@ TEST_P(FlexVolumeRulesValidationTest, RejectsAtLoadTime) {
 INSTANTIATE_TEST_SUITE_P(
     Table, FlexVolumeRulesValidationTest,
     testing::Values(
-        BadRules{"MissingFlexDriver", R"({"flexVolumeRules":[{"csiDriver":"c","volumeHandle":{"fromOption":"id"}}]})",
+        BadRules{"MissingFlexDriver",
+                 R"({"flexVolumeRules":[{"csiDriver":"c","volumeHandle":{"fromOption":"id"}}]})",
                  "flexVolumeRules[0]: flexDriver is required"},
-        BadRules{"MissingCsiDriver", R"({"flexVolumeRules":[{"flexDriver":"a/b","volumeHandle":{"fromOption":"id"}}]})",
+        BadRules{"MissingCsiDriver",
+                 R"({"flexVolumeRules":[{"flexDriver":"a/b","volumeHandle":{"fromOption":"id"}}]})",
                  "flexVolumeRules[0]: csiDriver is required"},
-        BadRules{"Whitespace", R"({"flexVolumeRules":[{"flexDriver":"a /b","csiDriver":"c","volumeHandle":{"fromOption":"id"}}]})",
-                 "flexVolumeRules[0]: flexDriver \"a /b\" contains whitespace"},
-        BadRules{"NeitherHandle", R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{}}]})",
+        BadRules{
+            "Whitespace",
+            R"({"flexVolumeRules":[{"flexDriver":"a /b","csiDriver":"c","volumeHandle":{"fromOption":"id"}}]})",
+            "flexVolumeRules[0]: flexDriver \"a /b\" contains whitespace"},
+        BadRules{"NeitherHandle",
+                 R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{}}]})",
                  "flexVolumeRules[0]: volumeHandle needs exactly one of fromOption and template"},
-        BadRules{"BothHandles",
-                 R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"x","template":"${x}"}}]})",
-                 "flexVolumeRules[0]: volumeHandle needs exactly one of fromOption and template"},
+        BadRules{
+            "BothHandles",
+            R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"x","template":"${x}"}}]})",
+            "flexVolumeRules[0]: volumeHandle needs exactly one of fromOption and template"},
         BadRules{"NoHandle", R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c"}]})",
                  "flexVolumeRules[0]: volumeHandle is required and must be a map"},
-        BadRules{"TemplateWithoutPlaceholder",
-                 R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"template":"$$fixed"}}]})",
-                 "flexVolumeRules[0]: volumeHandle.template \"$$fixed\" has no ${KEY} placeholder"},
-        BadRules{"UnknownSecretRef",
-                 R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"id"},"secretRefs":["nodeStage","provision"]}]})",
-                 "flexVolumeRules[0]: unknown secretRefs entry \"provision\" (allowed: controllerPublish, nodeStage, "
-                 "nodePublish, controllerExpand, nodeExpand)"},
-        BadRules{"RenameCollidesWithStatic",
-                 R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"id"},
+        BadRules{
+            "TemplateWithoutPlaceholder",
+            R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"template":"$$fixed"}}]})",
+            "flexVolumeRules[0]: volumeHandle.template \"$$fixed\" has no ${KEY} placeholder"},
+        BadRules{
+            "UnknownSecretRef",
+            R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"id"},"secretRefs":["nodeStage","provision"]}]})",
+            "flexVolumeRules[0]: unknown secretRefs entry \"provision\" (allowed: "
+            "controllerPublish, nodeStage, "
+            "nodePublish, controllerExpand, nodeExpand)"},
+        BadRules{
+            "RenameCollidesWithStatic",
+            R"({"flexVolumeRules":[{"flexDriver":"a/b","csiDriver":"c","volumeHandle":{"fromOption":"id"},
                      "attributes":{"rename":{"vg":"k"},"static":{"k":"v"}}}]})",
-                 "flexVolumeRules[0]: attributes.rename target \"k\" (from \"vg\") collides with a static attribute"},
+            "flexVolumeRules[0]: attributes.rename target \"k\" (from \"vg\") collides with a "
+            "static attribute"},
         BadRules{"UnknownField",
-                 "flexVolumeRules:\n- flexDriver: a/b\n  csiDriver: c\n  volumeHandle: {fromOption: id}\n  keepHandleOption: true\n",
+                 "flexVolumeRules:\n- flexDriver: a/b\n  csiDriver: c\n  volumeHandle: "
+                 "{fromOption: id}\n  keepHandleOption: true\n",
                  "flexVolumeRules[0]: unknown field \"keepHandleOption\""},
-        BadRules{"NotAList", R"({"flexVolumeRules":{"a":1}})", "flexVolume rules: flexVolumeRules must be a list"},
+        BadRules{"NotAList", R"({"flexVolumeRules":{"a":1}})",
+                 "flexVolume rules: flexVolumeRules must be a list"},
         BadRules{"NoList", R"({"rules":[]})", "flexVolume rules: no flexVolumeRules list"},
-        BadRules{"BadYaml", "flexVolumeRules: [", "flexVolume rules: invalid YAML: yaml-cpp: error at line 1, column 1: end of sequence flow not found"}),
+        BadRules{"BadYaml", "flexVolumeRules: [",
+                 "flexVolume rules: invalid YAML: yaml-cpp: error at line 1, column 1: end of "
+                 "sequence flow not found"}),
     [](const testing::TestParamInfo<BadRules>& info) { return info.param.name; });
 
 TEST(FlexVolumeRulesTest, DuplicateDriverWarnsAndFirstWins) {
@@ -211,8 +241,9 @@ TEST(FlexVolumeRulesTest, DuplicateDriverWarnsAndFirstWins) {
   ASSERT_TRUE(rules.ok()) << rules.status().message();
   EXPECT_EQ(rules->FindByFlexDriver("a/b")->csi_driver, "first");
   ASSERT_EQ(rules->warnings().size(), 1u);
-  EXPECT_EQ(rules->warnings()[0],
-            "flexVolumeRules[1]: flexDriver a/b is already matched by flexVolumeRules[0], which wins");
+  EXPECT_EQ(
+      rules->warnings()[0],
+      "flexVolumeRules[1]: flexDriver a/b is already matched by flexVolumeRules[0], which wins");
 }
 
 TEST(FlexVolumeRulesTest, MissingFileIsNotFound) {

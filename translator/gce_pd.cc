@@ -187,8 +187,8 @@ class GcePdPlugin : public InTreePlugin {
       if (region == kUnspecified) {
         StatusOr<std::string> r = GceRegionFromZones({node[kHandleLocation]});
         if (!r.ok()) {
-          return InvalidArgument("failed to get region from zone " + node[kHandleLocation] +
-                                 ": " + r.status().message());
+          return InvalidArgument("failed to get region from zone " + node[kHandleLocation] + ": " +
+                                 r.status().message());
         }
         region = *r;
       }

@@ -69,9 +69,8 @@ void SetAnnotation(Json& pv, const std::string& key, const std::string& value) {
 namespace flexcsi {
 namespace translator {
 
-Json NewCsiSource(const std::string& driver, const std::string& handle,
-                  const std::string& fs_type, bool read_only,
-                  const std::map<std::string, std::string>& attributes) {
+Json NewCsiSource(const std::string& driver, const std::string& handle, const std::string& fs_type,
+                  bool read_only, const std::map<std::string, std::string>& attributes) {
   Json csi = Json::object();
   csi["driver"] = driver;
   csi["volumeHandle"] = handle;

@@ -85,9 +85,8 @@ namespace translator {
 
 // A CSIPersistentVolumeSource with Go's omitempty applied: readOnly=false, fsType="" and an
 // empty attribute map are left out.
-Json NewCsiSource(const std::string& driver, const std::string& handle,
-                  const std::string& fs_type, bool read_only,
-                  const std::map<std::string, std::string>& attributes);
+Json NewCsiSource(const std::string& driver, const std::string& handle, const std::string& fs_type,
+                  bool read_only, const std::map<std::string, std::string>& attributes);
 // A SecretReference with omitempty applied ({} when both are empty).
 Json NewSecretRef(const std::string& name, const std::string& ns);
 

@@ -47,8 +47,7 @@ const Json* ArrayField(const Json& obj, const char* key, const std::string& path
 std::map<std::string, std::string> StringMapField(const Json& obj, const char* key,
                                                   const std::string& path);
 // A []string field.
-std::vector<std::string> StringListField(const Json& obj, const char* key,
-                                         const std::string& path);
+std::vector<std::string> StringListField(const Json& obj, const char* key, const std::string& path);
 
 // Looks a string up in a map[string]string field: sets *value and returns true when present.
 bool LookupStringInMap(const Json& obj, const char* map_key, const std::string& key,

@@ -67,7 +67,8 @@ class PortworxPlugin : public InTreePlugin {
     std::map<std::string, std::string> params;
     for (const auto& [key, value] : StringMapField(sc, "parameters", "")) {
       if (key == kSecretNameAnnotation) {
-        for (const char* prefix : kSecretParameterPrefixes) params[std::string(prefix) + "-name"] = value;
+        for (const char* prefix : kSecretParameterPrefixes)
+          params[std::string(prefix) + "-name"] = value;
       } else if (key == kSecretNamespaceAnnotation) {
         for (const char* prefix : kSecretParameterPrefixes) {
           params[std::string(prefix) + "-namespace"] = value;

@@ -152,7 +152,8 @@ class RbdPlugin : public InTreePlugin {
       } else if (lower == "adminid") {
         params["adminId"] = value;
       } else if (lower == "adminsecretname") {
-        for (const char* prefix : kSecretNamePrefixes) params[std::string(prefix) + "-name"] = value;
+        for (const char* prefix : kSecretNamePrefixes)
+          params[std::string(prefix) + "-name"] = value;
       } else if (lower == "adminsecretnamespace") {
         for (const char* prefix : kSecretNamePrefixes) {
           params[std::string(prefix) + "-namespace"] = value;

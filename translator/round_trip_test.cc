@@ -16,7 +16,8 @@ struct RoundTrip {
 class RoundTripTest : public testing::TestWithParam<RoundTrip> {};
 
 TEST_P(RoundTripTest, LossIsExactlyAsDocumented) {
-  auto rules = ParseFlexVolumeRulesText(R"({"flexVolumeRules":[{"flexDriver":"acme/lvm","csiDriver":"lvm.csi.acme.io",
+  auto rules = ParseFlexVolumeRulesText(
+      R"({"flexVolumeRules":[{"flexDriver":"acme/lvm","csiDriver":"lvm.csi.acme.io",
       "volumeHandle":{"fromOption":"volumeID"},"attributes":{"exclude":["debug"],"static":{"m":"flex"}}}]})");
   ASSERT_TRUE(rules.ok());
   Translator t(*rules);
@@ -30,13 +31,15 @@ TEST_P(RoundTripTest, LossIsExactlyAsDocumented) {
 INSTANTIATE_TEST_SUITE_P(
     Table, RoundTripTest,
     testing::Values(
-        RoundTrip{"AwsUrlFormAndZeroPartitionLost",
-                  R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"aws://us-east-1a/vol-1","partition":0}}})",
-                  R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-1"}}})"},
-        RoundTrip{"GceAccessModesCollapsedAndLabelZoneGainsAffinityAndRegion",
-                  R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-central1-a"}},
+        RoundTrip{
+            "AwsUrlFormAndZeroPartitionLost",
+            R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"aws://us-east-1a/vol-1","partition":0}}})",
+            R"({"metadata":{"name":"pv"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-1"}}})"},
+        RoundTrip{
+            "GceAccessModesCollapsedAndLabelZoneGainsAffinityAndRegion",
+            R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-central1-a"}},
                       "spec":{"accessModes":["ReadWriteMany"],"gcePersistentDisk":{"pdName":"d","partition":1}}})",
-                  R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-central1-a",
+            R"({"metadata":{"name":"pv","labels":{"topology.kubernetes.io/zone":"us-central1-a",
                       "topology.kubernetes.io/region":"us-central1"}},
                       "spec":{"accessModes":["ReadWriteOnce"],"gcePersistentDisk":{"pdName":"d","partition":1},
                       "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
@@ -48,30 +51,36 @@ INSTANTIATE_TEST_SUITE_P(
                   R"({"metadata":{"name":"pv"},"spec":{"azureDisk":{"diskName":"d1",
                       "diskURI":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/d1",
                       "fsType":"","readOnly":false,"kind":"Managed"}}})"},
-        RoundTrip{"AzureFileNamespaceFromAttributesLostResourceGroupAsAnnotation",
-                  R"({"metadata":{"name":"pv","annotations":{"kubernetes.io/azure-file-resource-group":"rg"}},
+        RoundTrip{
+            "AzureFileNamespaceFromAttributesLostResourceGroupAsAnnotation",
+            R"({"metadata":{"name":"pv","annotations":{"kubernetes.io/azure-file-resource-group":"rg"}},
                       "spec":{"claimRef":{"namespace":"app"},"azureFile":{"secretName":"sec","shareName":"sh"}}})",
-                  R"({"metadata":{"name":"pv","annotations":{"kubernetes.io/azure-file-resource-group":"rg"}},
+            R"({"metadata":{"name":"pv","annotations":{"kubernetes.io/azure-file-resource-group":"rg"}},
                       "spec":{"claimRef":{"namespace":"app"},"azureFile":{"secretName":"sec","shareName":"sh","secretNamespace":"app"}}})"},
-        RoundTrip{"CinderSecretRefDropped",
-                  R"({"metadata":{"name":"pv"},"spec":{"cinder":{"volumeID":"v","secretRef":{"name":"s"}}}})",
-                  R"({"metadata":{"name":"pv"},"spec":{"cinder":{"volumeID":"v"}}})"},
-        RoundTrip{"VspherePathAndPolicyLost",
-                  R"({"metadata":{"name":"pv"},"spec":{"vsphereVolume":{"volumePath":"[ds] a.vmdk","storagePolicyName":"gold","storagePolicyID":"i"}}})",
-                  R"({"metadata":{"name":"pv"},"spec":{"vsphereVolume":{"volumePath":""}}})"},
-        RoundTrip{"PortworxReadOnlyAndSecretAnnotationsKeptOnlyAsAnnotations",
-                  R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px","readOnly":true}}})",
-                  R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px"}}})"},
-        RoundTrip{"RbdMonitorsUserKeyringAccessModesLost",
-                  R"({"metadata":{"name":"pv"},"spec":{"accessModes":["ReadWriteMany"],"rbd":{"monitors":["m1"],
+        RoundTrip{
+            "CinderSecretRefDropped",
+            R"({"metadata":{"name":"pv"},"spec":{"cinder":{"volumeID":"v","secretRef":{"name":"s"}}}})",
+            R"({"metadata":{"name":"pv"},"spec":{"cinder":{"volumeID":"v"}}})"},
+        RoundTrip{
+            "VspherePathAndPolicyLost",
+            R"({"metadata":{"name":"pv"},"spec":{"vsphereVolume":{"volumePath":"[ds] a.vmdk","storagePolicyName":"gold","storagePolicyID":"i"}}})",
+            R"({"metadata":{"name":"pv"},"spec":{"vsphereVolume":{"volumePath":""}}})"},
+        RoundTrip{
+            "PortworxReadOnlyAndSecretAnnotationsKeptOnlyAsAnnotations",
+            R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px","readOnly":true}}})",
+            R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px"}}})"},
+        RoundTrip{
+            "RbdMonitorsUserKeyringAccessModesLost",
+            R"({"metadata":{"name":"pv"},"spec":{"accessModes":["ReadWriteMany"],"rbd":{"monitors":["m1"],
                       "image":"kubernetes-dynamic-pvc-u1","pool":"p","user":"u","keyring":"/k"}}})",
-                  R"({"metadata":{"name":"pv","annotations":{"rbd.csi.ceph.com/volume-handle":"mig_mons-ae7be26cdaa742ca148068d5ac90eaca_image-u1_70",
+            R"({"metadata":{"name":"pv","annotations":{"rbd.csi.ceph.com/volume-handle":"mig_mons-ae7be26cdaa742ca148068d5ac90eaca_image-u1_70",
                       "clusterID":"ae7be26cdaa742ca148068d5ac90eaca","journalPool":"","imageFeatures":"layering","imageFormat":""}},
                       "spec":{"accessModes":["ReadWriteOnce"],"rbd":{"monitors":[""],"image":"kubernetes-dynamic-pvc-u1","pool":"p","user":"admin"}}})"},
-        RoundTrip{"FlexVolumeKubeletAndExcludedOptionsDropped",
-                  R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v","debug":"1",
+        RoundTrip{
+            "FlexVolumeKubeletAndExcludedOptionsDropped",
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v","debug":"1",
                       "kubernetes.io/fsType":"ext4","keep":"k"}}}})",
-                  R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v","keep":"k"}}}})"}),
+            R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v","keep":"k"}}}})"}),
     [](const testing::TestParamInfo<RoundTrip>& info) { return info.param.name; });
 
 }  // namespace

@@ -310,9 +310,8 @@ Json TranslateAllowedTopologies(const Json& terms, const std::string& csi_zone_k
                            JsonTypeName(term));
     }
     Json new_term = Json::object();
-    const Json* exprs = term.is_null() ? nullptr
-                                       : ArrayField(term, "matchLabelExpressions",
-                                                    "allowedTopologies[]");
+    const Json* exprs =
+        term.is_null() ? nullptr : ArrayField(term, "matchLabelExpressions", "allowedTopologies[]");
     if (exprs != nullptr) {
       Json new_exprs = Json::array();
       for (const Json& exp : *exprs) {
@@ -326,8 +325,8 @@ Json TranslateAllowedTopologies(const Json& terms, const std::string& csi_zone_k
         std::string key = StringField(exp, "key", "allowedTopologies[].matchLabelExpressions[]");
         if (key == kLabelZoneBeta || key == kLabelZoneGA) {
           Json values = Json::array();
-          for (const std::string& v : StringListField(
-                   exp, "values", "allowedTopologies[].matchLabelExpressions[]")) {
+          for (const std::string& v :
+               StringListField(exp, "values", "allowedTopologies[].matchLabelExpressions[]")) {
             values.push_back(v);
           }
           new_exprs.push_back(Json{{"key", csi_zone_key}, {"values", values}});
@@ -351,7 +350,8 @@ Status ApplyStorageClassTopology(Json& sc, const Json* generated, const std::str
   const Json* existing = ArrayField(sc, "allowedTopologies", "");
   bool has_existing = existing != nullptr && !existing->empty();
   if (generated != nullptr && has_existing) {
-    return InvalidArgument("cannot simultaneously set allowed topologies and zone/zones parameters");
+    return InvalidArgument(
+        "cannot simultaneously set allowed topologies and zone/zones parameters");
   }
   if (generated != nullptr) {
     sc["allowedTopologies"] = *generated;

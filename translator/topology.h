@@ -14,10 +14,10 @@
 namespace flexcsi {
 namespace translator {
 
-extern const char kLabelZoneGA[];        // topology.kubernetes.io/zone
-extern const char kLabelRegionGA[];      // topology.kubernetes.io/region
-extern const char kLabelZoneBeta[];      // failure-domain.beta.kubernetes.io/zone
-extern const char kLabelRegionBeta[];    // failure-domain.beta.kubernetes.io/region
+extern const char kLabelZoneGA[];         // topology.kubernetes.io/zone
+extern const char kLabelRegionGA[];       // topology.kubernetes.io/region
+extern const char kLabelZoneBeta[];       // failure-domain.beta.kubernetes.io/zone
+extern const char kLabelRegionBeta[];     // failure-domain.beta.kubernetes.io/region
 extern const char kMultiZoneDelimiter[];  // "__"
 
 struct LabelFamily {

@@ -20,15 +20,18 @@ INSTANTIATE_TEST_SUITE_P(
     Table, LabelFamilyTest,
     testing::Values(
         FamilyCase{"Default", R"({})", kLabelZoneGA},
-        FamilyCase{"BetaLabel", R"({"metadata":{"labels":{"failure-domain.beta.kubernetes.io/zone":"z"}}})",
+        FamilyCase{"BetaLabel",
+                   R"({"metadata":{"labels":{"failure-domain.beta.kubernetes.io/zone":"z"}}})",
                    kLabelZoneBeta},
-        FamilyCase{"GALabelBeatsBetaLabel",
-                   R"({"metadata":{"labels":{"failure-domain.beta.kubernetes.io/zone":"z","topology.kubernetes.io/zone":"z"}}})",
-                   kLabelZoneGA},
-        FamilyCase{"BetaAffinityBeatsGALabel",
-                   R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"z"}},"spec":{"nodeAffinity":{"required":{
+        FamilyCase{
+            "GALabelBeatsBetaLabel",
+            R"({"metadata":{"labels":{"failure-domain.beta.kubernetes.io/zone":"z","topology.kubernetes.io/zone":"z"}}})",
+            kLabelZoneGA},
+        FamilyCase{
+            "BetaAffinityBeatsGALabel",
+            R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"z"}},"spec":{"nodeAffinity":{"required":{
                        "nodeSelectorTerms":[{"matchExpressions":[{"key":"failure-domain.beta.kubernetes.io/zone","values":["z"]}]}]}}}})",
-                   kLabelZoneBeta},
+            kLabelZoneBeta},
         FamilyCase{"GAAffinityBeatsBetaAffinity",
                    R"({"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[
                        {"matchExpressions":[{"key":"failure-domain.beta.kubernetes.io/zone","values":["z"]}]},
@@ -37,14 +40,16 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<FamilyCase>& info) { return info.param.name; });
 
 TEST(TopologyTest, TopologyKeyExist) {
-  nlohmann::json affinity = J(R"({"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","values":[]}]}]}})");
+  nlohmann::json affinity =
+      J(R"({"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","values":[]}]}]}})");
   EXPECT_TRUE(TopologyKeyExist("k", &affinity));
   EXPECT_FALSE(TopologyKeyExist("other", &affinity));
   EXPECT_FALSE(TopologyKeyExist("k", nullptr));
 }
 
 TEST(TopologyTest, EmptyLabelAddsNothing) {
-  nlohmann::json pv = J(R"({"metadata":{"labels":{"topology.kubernetes.io/zone":" __ "}},"spec":{}})");
+  nlohmann::json pv =
+      J(R"({"metadata":{"labels":{"topology.kubernetes.io/zone":" __ "}},"spec":{}})");
   nlohmann::json before = pv;
   TranslateTopologyInTreeToCsi(pv, "csi/zone");
   EXPECT_JSON_EQ(pv, before);

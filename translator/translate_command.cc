@@ -67,8 +67,10 @@ Status ParseArgs(const std::vector<std::string>& args, Options* opts) {
     return InvalidArgument("unknown command: " + GoJoin(args, " "));
   }
   const std::map<std::string, std::optional<std::string>*> valued = {
-      {"--pod-namespace", &opts->pod_namespace}, {"--plugin", &opts->plugin},
-      {"--driver", &opts->driver},               {"--handle", &opts->handle},
+      {"--pod-namespace", &opts->pod_namespace},
+      {"--plugin", &opts->plugin},
+      {"--driver", &opts->driver},
+      {"--handle", &opts->handle},
       {"--node-id", &opts->node_id}};
   for (; i < args.size(); ++i) {
     std::string arg = args[i], value;
@@ -330,8 +332,10 @@ class Command {
     } else {
       // In-tree provisioner names are the in-tree plugin names.
       const Json* provisioner = FindField(obj, "provisioner");
-      if (provisioner != nullptr && provisioner->is_string()) plugin = provisioner->get<std::string>();
-      if (plugin.empty()) return InvalidArgument("no --plugin given and the class has no provisioner");
+      if (provisioner != nullptr && provisioner->is_string())
+        plugin = provisioner->get<std::string>();
+      if (plugin.empty())
+        return InvalidArgument("no --plugin given and the class has no provisioner");
       if (batch && !translator_.IsMigratableIntreePluginByName(plugin)) return Unchanged(obj);
     }
     last_plugin_ = plugin;
@@ -535,7 +539,8 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   } else if (outputs.size() == 1) {
     WriteJson(out, outputs[0], all_json);
   } else {
-    WriteJson(out, Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", Json(std::move(outputs))}},
+    WriteJson(out,
+              Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", Json(std::move(outputs))}},
               all_json);
   }
   command.PrintSummary();

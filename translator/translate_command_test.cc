@@ -34,8 +34,8 @@ std::string TempPath(const std::string& name) {
 RunResult RunBinary(const std::string& args, const std::string& stdin_text) {
   std::string in = TempPath("in"), out = TempPath("out"), err = TempPath("err");
   std::ofstream(in, std::ios::binary) << stdin_text;
-  std::string command = std::string(FLEXCSI_TRANSLATE_BINARY) + " " + args + " <" + in + " >" +
-                        out + " 2>" + err;
+  std::string command =
+      std::string(FLEXCSI_TRANSLATE_BINARY) + " " + args + " <" + in + " >" + out + " 2>" + err;
   int raw = std::system(command.c_str());
   RunResult r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ReadFile(out), ReadFile(err)};
   std::remove(in.c_str());
@@ -54,16 +54,19 @@ std::string WriteRules() {
 }
 
 TEST(TranslateCommandTest, ToCsiPV) {
-  RunResult r = RunBinary("to-csi pv", R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},
+  RunResult r = RunBinary("to-csi pv",
+                          R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},
       "spec":{"awsElasticBlockStore":{"volumeID":"vol-1"}}})");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_JSON_EQ(J(r.out), J(R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},
+  EXPECT_JSON_EQ(J(r.out),
+                 J(R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},
       "spec":{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-1","volumeAttributes":{"partition":"0"}}}})"));
 }
 
 TEST(TranslateCommandTest, ToCsiPVErrorWritesNothingToStdout) {
-  RunResult r = RunBinary("to-csi pv", R"({"metadata":{"name":"pv"},"spec":{"hostPath":{"path":"/"}}})");
+  RunResult r =
+      RunBinary("to-csi pv", R"({"metadata":{"name":"pv"},"spec":{"hostPath":{"path":"/"}}})");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "error: could not find in-tree plugin translation logic for \"pv\"\n");
@@ -73,7 +76,8 @@ TEST(TranslateCommandTest, ToCsiInline) {
   RunResult r = RunBinary("to-csi inline --pod-namespace team",
                           R"({"name":"v","azureFile":{"secretName":"s","shareName":"sh"}})");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_JSON_EQ(J(r.out), J(R"({"metadata":{"name":"#s#sh#v#team"},"spec":{"accessModes":["ReadWriteMany"],
+  EXPECT_JSON_EQ(J(r.out),
+                 J(R"({"metadata":{"name":"#s#sh#v#team"},"spec":{"accessModes":["ReadWriteMany"],
       "volumeMode":"Filesystem","csi":{"driver":"file.csi.azure.com","volumeHandle":"#s#sh#v#team",
       "volumeAttributes":{"sharename":"sh"},"nodeStageSecretRef":{"name":"s","namespace":"team"}}}})"));
 }
@@ -82,23 +86,30 @@ TEST(TranslateCommandTest, ToCsiStorageClass) {
   RunResult r = RunBinary("to-csi storageclass --plugin kubernetes.io/gce-pd",
                           R"({"kind":"StorageClass","parameters":{"fstype":"ext4"}})");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_JSON_EQ(J(r.out), J(R"({"kind":"StorageClass","parameters":{"csi.storage.k8s.io/fstype":"ext4"}})"));
-  RunResult bad = RunBinary("to-csi storageclass --plugin pd.csi.storage.gke.io", R"({"kind":"StorageClass"})");
+  EXPECT_JSON_EQ(J(r.out),
+                 J(R"({"kind":"StorageClass","parameters":{"csi.storage.k8s.io/fstype":"ext4"}})"));
+  RunResult bad =
+      RunBinary("to-csi storageclass --plugin pd.csi.storage.gke.io", R"({"kind":"StorageClass"})");
   EXPECT_EQ(bad.status, 1);
   EXPECT_EQ(bad.out, "");
   EXPECT_EQ(bad.err,
-            "error: could not find in-tree storage class parameter translation logic for \"pd.csi.storage.gke.io\"\n");
+            "error: could not find in-tree storage class parameter translation logic for "
+            "\"pd.csi.storage.gke.io\"\n");
 }
 
 TEST(TranslateCommandTest, ToInTreePV) {
-  RunResult r = RunBinary("to-intree pv", R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"pxd.portworx.com","volumeHandle":"px"}}})");
+  RunResult r = RunBinary(
+      "to-intree pv",
+      R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"pxd.portworx.com","volumeHandle":"px"}}})");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_JSON_EQ(J(r.out), J(R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px"}}})"));
+  EXPECT_JSON_EQ(J(r.out),
+                 J(R"({"metadata":{"name":"pv"},"spec":{"portworxVolume":{"volumeID":"px"}}})"));
 }
 
 TEST(TranslateCommandTest, RepairHandle) {
   RunResult r = RunBinary(
-      "repair-handle --driver pd.csi.storage.gke.io --handle projects/UNSPECIFIED/zones/UNSPECIFIED/disks/baz "
+      "repair-handle --driver pd.csi.storage.gke.io --handle "
+      "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/baz "
       "--node-id projects/bing/zones/bada/instances/boom",
       "");
   EXPECT_EQ(r.status, 0) << r.err;
@@ -111,17 +122,21 @@ TEST(TranslateCommandTest, RepairHandle) {
 
 TEST(TranslateCommandTest, RulesFlagForFlexVolume) {
   std::string rules = WriteRules();
-  const char* pv = R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v1"}}}})";
+  const char* pv =
+      R"({"metadata":{"name":"pv"},"spec":{"flexVolume":{"driver":"acme/lvm","options":{"volumeID":"v1"}}}})";
   RunResult r = RunBinary("to-csi pv --rules " + rules, pv);
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_JSON_EQ(J(r.out), J(R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1"}}})"));
+  EXPECT_JSON_EQ(
+      J(r.out),
+      J(R"({"metadata":{"name":"pv"},"spec":{"csi":{"driver":"lvm.csi.acme.io","volumeHandle":"v1"}}})"));
   RunResult back = RunBinary("to-intree pv --rules " + rules, r.out);
   EXPECT_EQ(back.status, 0) << back.err;
   EXPECT_JSON_EQ(J(back.out), J(pv));
   RunResult no_rules = RunBinary("to-csi pv", pv);
   EXPECT_EQ(no_rules.status, 1);
   EXPECT_EQ(no_rules.err,
-            "error: could not find in-tree plugin translation logic for \"pv\" (flexVolume needs --rules)\n");
+            "error: could not find in-tree plugin translation logic for \"pv\" (flexVolume needs "
+            "--rules)\n");
   RunResult bad_rules = RunBinary("to-csi pv --rules /nonexistent", pv);
   EXPECT_EQ(bad_rules.status, 1);
   EXPECT_EQ(bad_rules.out, "");
@@ -139,32 +154,43 @@ TEST(TranslateCommandTest, ListTranslatesWhatItCanAndSummarises) {
   EXPECT_JSON_EQ(J(r.out), J(R"({"apiVersion":"v1","kind":"PersistentVolumeList","items":[
       {"metadata":{"name":"a"},"spec":{"csi":{"driver":"cinder.csi.openstack.org","volumeHandle":"c1"}}},
       {"metadata":{"name":"b"},"spec":{"nfs":{"server":"s","path":"/"}}}]})"));
-  EXPECT_EQ(r.err,
-            "error: object \"c\" (item 3): failed to translate Kubernetes ID to EBS Volume ID Invalid format for "
-            "AWS volume (aws://vol-1)\n"
-            "error: object \"d\" (item 4): could not find in-tree plugin translation logic for \"d\" "
-            "(flexVolume needs --rules)\n"
-            "summary: 1 translated, 1 unchanged, 2 failed\n"
-            "  flexVolume: 1 failed\n"
-            "  kubernetes.io/aws-ebs: 1 failed\n"
-            "  kubernetes.io/cinder: 1 translated\n");
+  EXPECT_EQ(
+      r.err,
+      "error: object \"c\" (item 3): failed to translate Kubernetes ID to EBS Volume ID Invalid "
+      "format for "
+      "AWS volume (aws://vol-1)\n"
+      "error: object \"d\" (item 4): could not find in-tree plugin translation logic for \"d\" "
+      "(flexVolume needs --rules)\n"
+      "summary: 1 translated, 1 unchanged, 2 failed\n"
+      "  flexVolume: 1 failed\n"
+      "  kubernetes.io/aws-ebs: 1 failed\n"
+      "  kubernetes.io/cinder: 1 translated\n");
 }
 
 TEST(TranslateCommandTest, MultiDocumentYamlInYamlOut) {
-  RunResult r = RunBinary("to-csi pv",
-                          "kind: PersistentVolume\nmetadata: {name: a}\nspec:\n  portworxVolume: {volumeID: p1}\n"
-                          "---\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: \"true\"}\n");
+  RunResult r = RunBinary(
+      "to-csi pv",
+      "kind: PersistentVolume\nmetadata: {name: a}\nspec:\n  portworxVolume: {volumeID: p1}\n"
+      "---\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: \"true\"}\n");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "---\nkind: PersistentVolume\nmetadata:\n  name: a\nspec:\n  csi:\n    driver: pxd.portworx.com\n"
-            "    volumeHandle: p1\n---\ndata:\n  x: \"true\"\nkind: ConfigMap\nmetadata:\n  name: cm\n");
-  EXPECT_EQ(r.err, "summary: 1 translated, 1 unchanged, 0 failed\n  kubernetes.io/portworx-volume: 1 translated\n");
+  EXPECT_EQ(
+      r.out,
+      "---\nkind: PersistentVolume\nmetadata:\n  name: a\nspec:\n  csi:\n    driver: "
+      "pxd.portworx.com\n"
+      "    volumeHandle: p1\n---\ndata:\n  x: \"true\"\nkind: ConfigMap\nmetadata:\n  name: cm\n");
+  EXPECT_EQ(r.err,
+            "summary: 1 translated, 1 unchanged, 0 failed\n  kubernetes.io/portworx-volume: 1 "
+            "translated\n");
 }
 
 TEST(TranslateCommandTest, OutputFormatFlag) {
-  RunResult r = RunBinary("to-csi pv -o yaml", R"({"metadata":{"name":"a"},"spec":{"portworxVolume":{"volumeID":"p1"}}})");
+  RunResult r =
+      RunBinary("to-csi pv -o yaml",
+                R"({"metadata":{"name":"a"},"spec":{"portworxVolume":{"volumeID":"p1"}}})");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "metadata:\n  name: a\nspec:\n  csi:\n    driver: pxd.portworx.com\n    volumeHandle: p1\n");
+  EXPECT_EQ(
+      r.out,
+      "metadata:\n  name: a\nspec:\n  csi:\n    driver: pxd.portworx.com\n    volumeHandle: p1\n");
 }
 
 struct BadInput {
@@ -183,22 +209,28 @@ TEST_P(TranslateCommandBadInputTest, ExitOneMessageOnStderrNothingOnStdout) {
 }
 INSTANTIATE_TEST_SUITE_P(
     Table, TranslateCommandBadInputTest,
-    testing::Values(
-        BadInput{"MalformedJson", "to-csi pv", "{\"metadata\":",
-                 "error: stdin: invalid JSON: parse error at line 1, column 13: syntax error while parsing value - "
-                 "unexpected end of input; expected '[', '{', or a literal\n"},
-        BadInput{"MalformedYaml", "to-csi pv", "a: [b\n",
-                 "error: stdin: invalid YAML: yaml-cpp: error at line 2, column 1: end of sequence flow not found\n"},
-        BadInput{"Empty", "to-csi pv", "", "error: no object in the input\n"},
-        BadInput{"WrongKind", "to-csi pv", R"({"kind":"Pod","metadata":{"name":"p"}})",
-                 "error: expected a PersistentVolume, got kind \"Pod\"\n"},
-        BadInput{"ScalarDocument", "to-intree pv", "42", "error: expected a PersistentVolume object, got number\n"},
-        BadInput{"UnknownCommand", "frobnicate", "", "error: unknown command: frobnicate\n"},
-        BadInput{"MissingFlagValue", "to-csi storageclass --plugin", "", "error: flag --plugin needs a value\n"},
-        BadInput{"BadOutputFormat", "to-csi pv -o xml", "", "error: unknown output format \"xml\" (want yaml or json)\n"},
-        BadInput{"RepairNeedsFlags", "repair-handle --driver d", "",
-                 "error: repair-handle needs --driver, --handle and --node-id\n"},
-        BadInput{"MissingFile", "to-csi pv /nonexistent.yaml", "", "error: cannot open /nonexistent.yaml\n"}),
+    testing::Values(BadInput{"MalformedJson", "to-csi pv", "{\"metadata\":",
+                             "error: stdin: invalid JSON: parse error at line 1, column 13: syntax "
+                             "error while parsing value - "
+                             "unexpected end of input; expected '[', '{', or a literal\n"},
+                    BadInput{"MalformedYaml", "to-csi pv", "a: [b\n",
+                             "error: stdin: invalid YAML: yaml-cpp: error at line 2, column 1: end "
+                             "of sequence flow not found\n"},
+                    BadInput{"Empty", "to-csi pv", "", "error: no object in the input\n"},
+                    BadInput{"WrongKind", "to-csi pv", R"({"kind":"Pod","metadata":{"name":"p"}})",
+                             "error: expected a PersistentVolume, got kind \"Pod\"\n"},
+                    BadInput{"ScalarDocument", "to-intree pv", "42",
+                             "error: expected a PersistentVolume object, got number\n"},
+                    BadInput{"UnknownCommand", "frobnicate", "",
+                             "error: unknown command: frobnicate\n"},
+                    BadInput{"MissingFlagValue", "to-csi storageclass --plugin", "",
+                             "error: flag --plugin needs a value\n"},
+                    BadInput{"BadOutputFormat", "to-csi pv -o xml", "",
+                             "error: unknown output format \"xml\" (want yaml or json)\n"},
+                    BadInput{"RepairNeedsFlags", "repair-handle --driver d", "",
+                             "error: repair-handle needs --driver, --handle and --node-id\n"},
+                    BadInput{"MissingFile", "to-csi pv /nonexistent.yaml", "",
+                             "error: cannot open /nonexistent.yaml\n"}),
     [](const testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
 }  // namespace

@@ -106,8 +106,8 @@ StatusOr<Json> Translator::TranslateInTreePVToCSI(const Json& pv) const {
   });
 }
 
-StatusOr<Json> Translator::TranslateInTreeInlineVolumeToCSI(const Json& volume,
-                                                            const std::string& pod_namespace) const {
+StatusOr<Json> Translator::TranslateInTreeInlineVolumeToCSI(
+    const Json& volume, const std::string& pod_namespace) const {
   if (volume.is_null()) return InvalidArgument("persistent volume was nil");
   return Guarded([&]() -> StatusOr<Json> {
     RequireObject(volume, "volume");
@@ -163,9 +163,8 @@ StatusOr<Json> Translator::TranslateInTreeStorageClassToCSI(const std::string& i
       DropIfEmpty(copy, "allowedTopologies");
       return copy;
     }
-    return InvalidArgument(
-        "could not find in-tree storage class parameter translation logic for " +
-        GoQuote(in_tree_plugin_name));
+    return InvalidArgument("could not find in-tree storage class parameter translation logic for " +
+                           GoQuote(in_tree_plugin_name));
   });
 }
 

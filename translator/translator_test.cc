@@ -39,7 +39,8 @@ INSTANTIATE_TEST_SUITE_P(
                     NameCase{"kubernetes.io/azure-disk", "disk.csi.azure.com", "azureDisk"},
                     NameCase{"kubernetes.io/azure-file", "file.csi.azure.com", "azureFile"},
                     NameCase{"kubernetes.io/cinder", "cinder.csi.openstack.org", "cinder"},
-                    NameCase{"kubernetes.io/vsphere-volume", "csi.vsphere.vmware.com", "vsphereVolume"},
+                    NameCase{"kubernetes.io/vsphere-volume", "csi.vsphere.vmware.com",
+                             "vsphereVolume"},
                     NameCase{"kubernetes.io/portworx-volume", "pxd.portworx.com", "portworxVolume"},
                     NameCase{"kubernetes.io/rbd", "rbd.csi.ceph.com", "rbd"}));
 

@@ -241,8 +241,8 @@ class JsonEventBuilder : public YAML::EventHandler {
       Fail(mark, "mapping keys must be scalars");
     }
     if (stack_.size() >= static_cast<size_t>(kMaxNestingDepth)) {
-      throw YamlBuildError("YAML input is nested deeper than " +
-                           std::to_string(kMaxNestingDepth) + " levels");
+      throw YamlBuildError("YAML input is nested deeper than " + std::to_string(kMaxNestingDepth) +
+                           " levels");
     }
     Count(1);
     stack_.push_back(Frame{std::move(container), anchor, nodes_, mark, false, std::string()});
@@ -269,8 +269,8 @@ bool NeedsQuotes(const std::string& s) {
   Json resolved = ResolvePlainScalar(s);
   if (!resolved.is_string()) return true;
   // YAML 1.1 readers (goyaml v2, used by kubectl) also take these as booleans.
-  static const char* const kYaml11Words[] = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no",
-                                             "No", "NO", "on", "On", "ON", "off", "Off", "OFF"};
+  static const char* const kYaml11Words[] = {"y",  "Y",  "yes", "Yes", "YES", "n",   "N",   "no",
+                                             "No", "NO", "on",  "On",  "ON",  "off", "Off", "OFF"};
   for (const char* w : kYaml11Words) {
     if (s == w) return true;
   }

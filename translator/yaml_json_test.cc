@@ -11,12 +11,15 @@ TEST(YamlJsonTest, ScalarsResolveWithCoreSchema) {
       "a: true\nb: 'true'\nc: 12\nd: \"12\"\ne: ~\nf: 1.5\ng: yes\nh: -7\ni: \n---\nx: 1\n---\n");
   ASSERT_TRUE(docs.ok()) << docs.status().message();
   ASSERT_EQ(docs->size(), 2u);
-  EXPECT_JSON_EQ((*docs)[0], J(R"({"a":true,"b":"true","c":12,"d":"12","e":null,"f":1.5,"g":"yes","h":-7,"i":null})"));
+  EXPECT_JSON_EQ(
+      (*docs)[0],
+      J(R"({"a":true,"b":"true","c":12,"d":"12","e":null,"f":1.5,"g":"yes","h":-7,"i":null})"));
   EXPECT_JSON_EQ((*docs)[1], J(R"({"x":1})"));
 }
 
 TEST(YamlJsonTest, RoundTripQuotesAmbiguousStrings) {
-  nlohmann::json value = J(R"({"s":["true","12","","yes","null","plain: colon","a"],"n":3,"b":false,"e":{},"l":[]})");
+  nlohmann::json value =
+      J(R"({"s":["true","12","","yes","null","plain: colon","a"],"n":3,"b":false,"e":{},"l":[]})");
   std::string yaml = JsonToYaml(value);
   auto back = ParseYamlDocuments(yaml);
   ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << yaml;
@@ -56,15 +59,16 @@ TEST(YamlJsonTest, AliasBombIsRejected) {
   std::string prev = "a";
   for (int i = 0; i < 9; ++i) {
     std::string name = "l" + std::to_string(i);
-    text += name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" +
-            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+    text += name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+            ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" +
+            prev + "]\n";
     prev = name;
   }
   auto docs = ParseYamlDocuments(text);
   ASSERT_FALSE(docs.ok());
-  EXPECT_EQ(docs.status().message(),
-            "YAML input expands to more than " + std::to_string(1000 + 2 * text.size()) +
-                " nodes (alias bomb?)");
+  EXPECT_EQ(docs.status().message(), "YAML input expands to more than " +
+                                         std::to_string(1000 + 2 * text.size()) +
+                                         " nodes (alias bomb?)");
 }
 
 }  // namespace
@@ -79,7 +83,8 @@ namespace {
 TEST(YamlJsonTest, StrayCharactersAfterADocumentDoNotHang) {
   auto docs = ParseYamlDocuments("\"v\",\": \"d");
   ASSERT_FALSE(docs.ok());
-  EXPECT_EQ(docs.status().message(), "invalid YAML: the parser stopped advancing (stray characters?)");
+  EXPECT_EQ(docs.status().message(),
+            "invalid YAML: the parser stopped advancing (stray characters?)");
 }
 
 TEST(YamlJsonTest, AnchorsAliasesAndScalarKeys) {
@@ -89,7 +94,8 @@ TEST(YamlJsonTest, AnchorsAliasesAndScalarKeys) {
   EXPECT_JSON_EQ((*docs)[0], J(R"({"base":{"x":1},"copy":{"x":1},"1":"one","true":"yes"})"));
   auto complex_key = ParseYamlDocuments("? [a]\n: b\n");
   ASSERT_FALSE(complex_key.ok());
-  EXPECT_EQ(complex_key.status().message(), "invalid YAML: line 1, column 3: mapping keys must be scalars");
+  EXPECT_EQ(complex_key.status().message(),
+            "invalid YAML: line 1, column 3: mapping keys must be scalars");
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 const char kRules[] =
     "{\"flexVolumeRules\":["
-    "{\"flexDriver\":\"acme/lvm\",\"csiDriver\":\"lvm.csi.acme.io\",\"volumeHandle\":{\"fromOption\":"
+    "{\"flexDriver\":\"acme/"
+    "lvm\",\"csiDriver\":\"lvm.csi.acme.io\",\"volumeHandle\":{\"fromOption\":"
     "\"volumeID\"},\"attributes\":{\"rename\":{\"vg\":\"volumeGroup\"},\"static\":{\"m\":\"f\"}}},"
     "{\"flexDriver\":\"acme/t\",\"csiDriver\":\"t.acme.io\",\"volumeHandle\":{\"template\":"
     "\"${a}/${b}$$\"}}]}";
@@ -41,9 +42,9 @@ std::vector<json> ParseDocuments(const std::string& text) {
   return docs.ok() ? *docs : std::vector<json>();
 }
 
-const char* const kPlugins[] = {"kubernetes.io/aws-ebs",       "kubernetes.io/gce-pd",
-                                "kubernetes.io/azure-disk",    "kubernetes.io/azure-file",
-                                "kubernetes.io/cinder",        "kubernetes.io/vsphere-volume",
+const char* const kPlugins[] = {"kubernetes.io/aws-ebs",         "kubernetes.io/gce-pd",
+                                "kubernetes.io/azure-disk",      "kubernetes.io/azure-file",
+                                "kubernetes.io/cinder",          "kubernetes.io/vsphere-volume",
                                 "kubernetes.io/portworx-volume", "kubernetes.io/rbd"};
 
 }  // namespace

@@ -9,6 +9,7 @@ Usage: validate_manifests_test.py REPO_ROOT KUBECTL
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,43 @@ class ConfigsAgreeWithProfiles(unittest.TestCase):
         base = self.load("deploy", "kubernetes", "base", "bridge-node.yaml")
         self.assertEqual(package["drivers"], base["drivers"])
         self.assertEqual(package["metricsAddress"], "127.0.0.1:9809")  # host: local only
+
+
+class DockerfileIsConsistent(unittest.TestCase):
+    """The image is built elsewhere; check here what can be checked without a daemon."""
+
+    def setUp(self):
+        with open(os.path.join(REPO, "deploy", "docker", "Dockerfile")) as f:
+            self.lines = [l.strip() for l in f.read().replace("\\\n", " ").splitlines()]
+
+    def test_copy_sources_exist_in_the_repository(self):
+        copies = [l.split()[1:-1] for l in self.lines if l.startswith("COPY ")]
+        self.assertTrue(copies)
+        for sources in copies:
+            for src in sources:
+                if src.startswith("--"):
+                    break  # COPY --from=stage: not from the build context
+                self.assertTrue(os.path.exists(os.path.join(REPO, src)), src)
+
+    def test_builds_the_packaged_programs_and_installs_the_deb(self):
+        text = "\n".join(self.lines)
+        for target in ("flexcsi", "flexcsi-bridge", "flexexec", "csi-loopback"):
+            self.assertRegex(text, rf"--target [^\n]*\b{target}\b")
+        self.assertIn("cpack -G DEB", text)
+        self.assertIn("apt-get install -y --no-install-recommends /tmp/deb/flexcsi_*.deb", text)
+        bases = [l.split()[1] for l in self.lines if l.startswith("FROM ")]
+        self.assertTrue(all(b.startswith("debian:12") for b in bases), bases)
+        # The parts named for the build exist in the tree.
+        parts = re.search(r'FLEXCSI_PARTS="([^"]+)"', text).group(1).split(";")
+        for part in parts:
+            self.assertTrue(os.path.isdir(os.path.join(REPO, part)), part)
+
+    def test_manifests_use_the_image_the_dockerfile_documents(self):
+        text = "\n".join(self.lines)
+        with open(os.path.join(REPO, "deploy", "kubernetes", "base", "kustomization.yaml")) as f:
+            images = yaml.safe_load(f)["images"]
+        tag = f"{images[0]['newName']}:{images[0]['newTag']}"
+        self.assertIn(f"-t {tag}", text)
 
 
 if __name__ == "__main__":

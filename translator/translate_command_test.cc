@@ -236,3 +236,49 @@ INSTANTIATE_TEST_SUITE_P(
 }  // namespace
 }  // namespace translator
 }  // namespace flexcsi
+
+namespace flexcsi {
+namespace translator {
+namespace {
+
+TEST(TranslateCommandTest, InlineFromPodUsesPodNamespaceAndSkipsOtherVolumes) {
+  RunResult r =
+      RunBinary("to-csi inline",
+                R"({"kind":"Pod","metadata":{"name":"p","namespace":"team"},"spec":{"volumes":[
+      {"name":"cfg","configMap":{"name":"c"}},
+      {"name":"data","rbd":{"monitors":["m"],"image":"img","secretRef":{"name":"s"}}}]}})");
+  EXPECT_EQ(r.status, 0) << r.err;
+  nlohmann::json out = J(r.out);
+  ASSERT_EQ(out["kind"], "List");
+  ASSERT_EQ(out["items"].size(), 1u);
+  EXPECT_JSON_EQ(out["items"][0]["spec"]["csi"]["nodeStageSecretRef"],
+                 J(R"({"name":"s","namespace":"team"})"));
+}
+
+TEST(TranslateCommandTest, Names) {
+  RunResult r = RunBinary("names --plugin kubernetes.io/cinder", "");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_JSON_EQ(
+      J(r.out),
+      J(R"({"inTreePluginName":"kubernetes.io/cinder","csiDriverName":"cinder.csi.openstack.org"})"));
+  RunResult all = RunBinary("names", "");
+  EXPECT_EQ(all.status, 0) << all.err;
+  EXPECT_EQ(J(all.out).size(), 8u);
+  RunResult bad = RunBinary("names --driver nope", "");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.err, "error: could not find In-Tree driver name for CSI plugin nope\n");
+}
+
+TEST(TranslateCommandTest, StorageClassListUsesProvisionerWithoutPluginFlag) {
+  RunResult r = RunBinary("to-csi storageclass", R"({"kind":"List","items":[
+      {"kind":"StorageClass","metadata":{"name":"a"},"provisioner":"kubernetes.io/portworx-volume"},
+      {"kind":"StorageClass","metadata":{"name":"b"},"provisioner":"example.com/other"}]})");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_JSON_EQ(J(r.out), J(R"({"kind":"List","items":[
+      {"kind":"StorageClass","metadata":{"name":"a"},"provisioner":"pxd.portworx.com"},
+      {"kind":"StorageClass","metadata":{"name":"b"},"provisioner":"example.com/other"}]})"));
+}
+
+}  // namespace
+}  // namespace translator
+}  // namespace flexcsi

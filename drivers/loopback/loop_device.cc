@@ -14,30 +14,56 @@
 namespace flexcsi {
 namespace loopback {
 
-StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file) {
+namespace {
+
+struct LoopDevice {
+  std::string name;
+  bool readonly = false;
+};
+
+StatusOr<std::vector<LoopDevice>> ListLoopDevices(const std::string& backing_file) {
   // -j matches by inode, so symlinked or relative paths to the same file are found too.
   StatusOr<std::string> out =
-      RunCommand({"losetup", "--list", "--noheadings", "--output", "NAME", "-j", backing_file});
+      RunCommand({"losetup", "--list", "--noheadings", "--output", "NAME,RO", "-j", backing_file});
   if (!out.ok()) return out.status().WithContext("listing loop devices of " + backing_file);
-  std::vector<std::string> devices;
+  std::vector<LoopDevice> devices;
   std::istringstream lines(*out);
   std::string line;
   while (std::getline(lines, line)) {
-    size_t start = line.find_first_not_of(" \t");
-    size_t end = line.find_last_not_of(" \t\r");
-    if (start != std::string::npos) devices.push_back(line.substr(start, end - start + 1));
+    std::istringstream fields(line);
+    LoopDevice device;
+    std::string ro;
+    if (fields >> device.name >> ro) {
+      device.readonly = ro == "1";
+      devices.push_back(device);
+    }
   }
   return devices;
 }
 
-StatusOr<std::string> AttachLoopDevice(const std::string& backing_file) {
-  StatusOr<std::vector<std::string>> existing = LoopDevicesFor(backing_file);
+}  // namespace
+
+StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file) {
+  StatusOr<std::vector<LoopDevice>> devices = ListLoopDevices(backing_file);
+  if (!devices.ok()) return devices.status();
+  std::vector<std::string> names;
+  for (const LoopDevice& device : *devices) names.push_back(device.name);
+  return names;
+}
+
+StatusOr<std::string> AttachLoopDevice(const std::string& backing_file, bool readonly) {
+  StatusOr<std::vector<LoopDevice>> existing = ListLoopDevices(backing_file);
   if (!existing.ok()) return existing.status();
-  if (!existing->empty()) return existing->front();
+  for (const LoopDevice& device : *existing) {
+    if (device.readonly == readonly) return device.name;
+  }
   if (::access(backing_file.c_str(), F_OK) != 0) {
     return NotFound("backing file " + backing_file + " does not exist");
   }
-  StatusOr<std::string> out = RunCommand({"losetup", "--find", "--show", backing_file});
+  std::vector<std::string> argv = {"losetup", "--find", "--show"};
+  if (readonly) argv.push_back("--read-only");
+  argv.push_back(backing_file);
+  StatusOr<std::string> out = RunCommand(argv);
   if (!out.ok()) return out.status().WithContext("attaching " + backing_file);
   std::string device = *out;
   while (!device.empty() && (device.back() == '\n' || device.back() == ' ')) device.pop_back();

@@ -15,7 +15,10 @@ namespace loopback {
 StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file);
 
 // The loop device for `backing_file`: an existing one when attached already, else a new one.
-StatusOr<std::string> AttachLoopDevice(const std::string& backing_file);
+// A read-only device is a separate loop device of the same file: binding a writable device node
+// read-only does not stop writes through it (device nodes ignore the mount's ro flag), a
+// read-only loop device does.
+StatusOr<std::string> AttachLoopDevice(const std::string& backing_file, bool readonly = false);
 
 // Detaches every loop device attached to `backing_file`. OK when there is none.
 Status DetachLoopDevices(const std::string& backing_file);

@@ -2,7 +2,9 @@
 // them, because loop devices outlive the test process.
 #include "drivers/loopback/loop_device.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <boost/filesystem.hpp>
@@ -49,6 +51,24 @@ TEST_F(LoopDeviceTest, RefreshPicksUpAGrownFile) {
   EXPECT_EQ(*BlockDeviceSize(*device), 8 << 20);  // not yet
   ASSERT_TRUE(RefreshLoopDeviceSize(*device).ok());
   EXPECT_EQ(*BlockDeviceSize(*device), 16 << 20);
+}
+
+TEST_F(LoopDeviceTest, ReadOnlyDeviceIsSeparateAndRefusesWrites) {
+  StatusOr<std::string> rw = AttachLoopDevice(file_);
+  StatusOr<std::string> ro = AttachLoopDevice(file_, /*readonly=*/true);
+  ASSERT_TRUE(rw.ok());
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  EXPECT_NE(*rw, *ro);
+  EXPECT_EQ(*AttachLoopDevice(file_, true), *ro);
+  EXPECT_EQ(*AttachLoopDevice(file_, false), *rw);
+  EXPECT_EQ(LoopDevicesFor(file_)->size(), 2u);
+  // The kernel may let the open succeed; the write itself must fail.
+  int fd = ::open(ro->c_str(), O_WRONLY);
+  if (fd >= 0) {
+    char block[512] = {1};
+    EXPECT_LT(::pwrite(fd, block, sizeof(block), 0), 0);
+    ::close(fd);
+  }
 }
 
 TEST_F(LoopDeviceTest, DetachIsIdempotent) {

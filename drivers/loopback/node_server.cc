@@ -367,11 +367,11 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
                                 request.staging_target_path());
     }
     if (volume->block) {
-      StatusOr<std::string> device = AttachLoopDevice(file);
+      StatusOr<std::string> device = AttachLoopDevice(file, readonly);
       if (!device.ok()) return device.status();
       FLEXCSI_RETURN_IF_ERROR(EnsureFile(target));
       if (!IsMountPoint(target)) FLEXCSI_RETURN_IF_ERROR(BindMount(*device, target, readonly));
-      volume->device = *device;
+      if (!readonly) volume->device = *device;
     } else {
       if (!IsMountPoint(volume->staging_path)) {
         return FailedPrecondition("staging path " + volume->staging_path +
@@ -392,8 +392,12 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
     Status result = device.status();
     if (result.ok()) {
       if (volume->block) {
-        result = EnsureFile(target);
-        if (result.ok() && !IsMountPoint(target)) result = BindMount(*device, target, readonly);
+        StatusOr<std::string> node_device = readonly ? AttachLoopDevice(file, true) : device;
+        result = node_device.status();
+        if (result.ok()) result = EnsureFile(target);
+        if (result.ok() && !IsMountPoint(target)) {
+          result = BindMount(*node_device, target, readonly);
+        }
       } else {
         result = MountDevice(*device, fs_type, formatted, target, capability, readonly);
       }
@@ -570,7 +574,10 @@ Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
     if (!mounted.ok()) {
       return FailedPrecondition("volume path " + path + " is not mounted");
     }
-    FLEXCSI_RETURN_IF_ERROR(GrowFilesystem(mounted->fstype, devices->front(), path));
+    if (std::find(devices->begin(), devices->end(), mounted->source) == devices->end()) {
+      return NotFound("volume " + volume->id + " is not what is mounted at " + path);
+    }
+    FLEXCSI_RETURN_IF_ERROR(GrowFilesystem(mounted->fstype, mounted->source, path));
   }
   response->set_capacity_bytes(volume->capacity_bytes);
   return Status::Ok();

@@ -1,6 +1,8 @@
 // Whole volume lives, the way a CO drives them, against the real driver with real loop devices
 // and mounts.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -173,6 +175,27 @@ TEST_F(LifecycleTest, BlockVolumeIsTheRawDeviceOnAFileTarget) {
     std::fclose(f);
     EXPECT_STREQ(buf, "raw-bytes");
   }
+
+  // A read-only publication is a read-only device: writes through it fail, reads see the data.
+  const std::string ro_target = PathIn("pods/a/dev-ro");
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, ro_target, cap, /*readonly=*/true));
+  {
+    // The kernel may let the open succeed; the write itself must fail.
+    int fd = ::open(ro_target.c_str(), O_WRONLY);
+    if (fd >= 0) {
+      char block[512] = {1};
+      EXPECT_LT(::pwrite(fd, block, sizeof(block), 0), 0) << "read-only block target wrote";
+      ::close(fd);
+    }
+    FILE* f = std::fopen(ro_target.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 4 * kMiB, SEEK_SET);
+    char buf[10] = {0};
+    ASSERT_EQ(std::fread(buf, 1, 9, f), 9u);
+    std::fclose(f);
+    EXPECT_STREQ(buf, "raw-bytes");
+  }
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, ro_target));
 
   // Expanding a block volume needs no node step: the controller refreshes the device.
   csi::v1::ControllerExpandVolumeRequest expand;

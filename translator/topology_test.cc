@@ -65,3 +65,65 @@ TEST(TopologyTest, GcePParser) {
 }  // namespace
 }  // namespace translator
 }  // namespace flexcsi
+
+namespace flexcsi {
+namespace translator {
+namespace {
+
+struct CsiToInTreeCase {
+  const char* name;
+  const char* pv;
+  bool with_region_parser;
+  const char* want;
+};
+
+class TopologyCsiToInTreeTest : public testing::TestWithParam<CsiToInTreeCase> {};
+TEST_P(TopologyCsiToInTreeTest, Section33) {
+  nlohmann::json pv = J(GetParam().pv);
+  Status s = TranslateTopologyCsiToInTree(
+      pv, "topology.gke.io/zone", GetParam().with_region_parser ? GceRegionFromZones : nullptr);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_JSON_EQ(pv, J(GetParam().want));
+}
+INSTANTIATE_TEST_SUITE_P(
+    Table, TopologyCsiToInTreeTest,
+    testing::Values(
+        CsiToInTreeCase{
+            "ExistingLabelsAreNeverOverwritten",
+            R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"old","topology.kubernetes.io/region":"old"}},
+                            "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+                              {"key":"topology.gke.io/zone","operator":"In","values":["us-east1-a"]}]}]}}}})",
+            true,
+            R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"old","topology.kubernetes.io/region":"old"}},
+                            "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+                              {"key":"topology.kubernetes.io/zone","operator":"In","values":["us-east1-a"]},
+                              {"key":"topology.kubernetes.io/region","operator":"In","values":["us-east1"]}]}]}}}})"},
+        CsiToInTreeCase{
+            "EveryTermGetsItsRegion",
+            R"({"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[
+                              {"matchExpressions":[{"key":"topology.gke.io/zone","operator":"In","values":["us-east1-c"]}]},
+                              {"matchExpressions":[{"key":"topology.gke.io/zone","operator":"In","values":["us-east1-a"]}]}]}}}})",
+            true,
+            R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"us-east1-a__us-east1-c",
+                                                  "topology.kubernetes.io/region":"us-east1"}},
+                            "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[
+                              {"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["us-east1-c"]},
+                                                   {"key":"topology.kubernetes.io/region","operator":"In","values":["us-east1"]}]},
+                              {"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["us-east1-a"]},
+                                                   {"key":"topology.kubernetes.io/region","operator":"In","values":["us-east1"]}]}]}}}})"},
+        CsiToInTreeCase{"EmptyTermListIsLeftAlone",
+                        R"({"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[]}}}})", true,
+                        R"({"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[]}}}})"},
+        CsiToInTreeCase{
+            "WithoutParserOnlyZoneLabel",
+            R"({"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+                              {"key":"topology.gke.io/zone","operator":"In","values":["z"]}]}]}}}})",
+            false,
+            R"({"metadata":{"labels":{"topology.kubernetes.io/zone":"z"}},
+                            "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+                              {"key":"topology.kubernetes.io/zone","operator":"In","values":["z"]}]}]}}}})"}),
+    [](const testing::TestParamInfo<CsiToInTreeCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace translator
+}  // namespace flexcsi

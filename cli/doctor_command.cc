@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -65,6 +67,12 @@ bool IsAtOrBelow(const std::string& path, const std::string& dir) {
 std::string StripTrailingSlash(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
+}
+
+// realpath(path), or path itself when it cannot be resolved (e.g. it no longer exists).
+std::string CanonicalIfExists(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
 // A read-only handle on the state database; never creates it.
@@ -374,9 +382,13 @@ DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
   auto inspect = [&](const std::vector<std::vector<std::string>>& rows, const char* done) {
     for (const auto& row : rows) {
       const std::string path = StripTrailingSlash(row[0]);
+      // The mount table holds canonical paths; a kubelet root behind a symlink must not make
+      // every record look unmounted.
+      const std::string canonical = CanonicalIfExists(path);
       recorded_targets.insert(path);
+      recorded_targets.insert(canonical);
       if (row[1] == done) {
-        if (!mount_points.count(path)) missing.push_back(path);
+        if (!mount_points.count(path) && !mount_points.count(canonical)) missing.push_back(path);
       } else {
         transitional.push_back(path + " (" + row[1] + ")");
       }

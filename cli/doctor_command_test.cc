@@ -275,6 +275,24 @@ TEST_F(DoctorTest, RecordedMountThatIsGoneFails) {
   EXPECT_NE(c.detail.find(target_), std::string::npos);
 }
 
+TEST_F(DoctorTest, RecordsBehindASymlinkedKubeletRootMatchTheirCanonicalMounts) {
+  // Records name the path kubelet used (through a symlink); the kernel reports the real one.
+  const std::string real = root_ + "/real-kubelet";
+  ASSERT_EQ(system(("mkdir -p '" + real + "/pods/uid-1/volumes/flexcsi~loopback/pv1' '" + real +
+                    "/plugins/kubernetes.io/flexvolume/flexcsi/loopback/mounts/pv1' && ln -s '" +
+                    real + "' '" + kubelet_ + "'")
+                       .c_str()),
+            0);
+  mounts_[2] = "40 30 7:0 / " + real +
+               "/plugins/kubernetes.io/flexvolume/flexcsi/loopback/mounts/pv1 rw shared:9 - "
+               "ext4 /dev/loop0 rw";
+  mounts_[3] = "41 30 7:0 / " + real +
+               "/pods/uid-1/volumes/flexcsi~loopback/pv1 rw shared:9 - ext4 /dev/loop0 rw";
+  WriteMounts();
+  const DoctorCheck c = Run("records vs mount table");
+  EXPECT_EQ(c.result, CheckResult::kPass) << c.detail;
+}
+
 TEST_F(DoctorTest, UnrecordedFlexcsiPodMountWarns) {
   mounts_.push_back("42 30 7:1 / " + kubelet_ +
                     "/pods/uid-2/volumes/flexcsi~loopback/pv2 rw shared:9 - ext4 /dev/loop1 rw");

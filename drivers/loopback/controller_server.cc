@@ -101,13 +101,23 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
   StatusOr<std::string> fs_type = FsTypeFromParameters(parameters);
   if (!fs_type.ok()) return fs_type.status();
   const bool block = WantsBlockOnly(request.volume_capabilities());
+  // The filesystem comes from the fsType parameter, else from the capabilities' fs_type (what a
+  // Kubernetes provisioner sends), else ext4. Whatever is named must agree.
+  const bool fs_from_parameter = parameters.count(kFsTypeParameter) > 0;
+  std::string capability_fs;
   for (const VolumeCapability& capability : request.volume_capabilities()) {
-    if (capability.has_mount() && !capability.mount().fs_type().empty() &&
-        capability.mount().fs_type() != *fs_type) {
-      return InvalidArgument("capability fs_type " + capability.mount().fs_type() +
-                             " contradicts parameter fsType " + *fs_type);
+    if (!capability.has_mount() || capability.mount().fs_type().empty()) continue;
+    const std::string& named = capability.mount().fs_type();
+    if (fs_from_parameter && named != *fs_type) {
+      return InvalidArgument("capability fs_type " + named + " contradicts parameter fsType " +
+                             *fs_type);
     }
+    if (!capability_fs.empty() && named != capability_fs) {
+      return InvalidArgument("capabilities ask for both " + capability_fs + " and " + named);
+    }
+    capability_fs = named;
   }
+  if (!fs_from_parameter && !capability_fs.empty()) fs_type = capability_fs;
   if (request.has_accessibility_requirements() &&
       !request.accessibility_requirements().requisite().empty()) {
     bool reachable = false;

@@ -93,6 +93,17 @@ bool DeviceIsMounted(const std::string& device) {
   return false;
 }
 
+// Whether `entry` is a mount of one of `devices`: a filesystem on it (source is the device) or
+// a bind of its device node (source is devtmpfs, root is the node's name).
+bool MountShowsDevice(const MountEntry& entry, const std::vector<std::string>& devices) {
+  for (const std::string& device : devices) {
+    if (entry.source == device) return true;
+    const std::string node = device.substr(device.rfind('/'));
+    if ((entry.fstype == "devtmpfs" || entry.fstype == "tmpfs") && entry.root == node) return true;
+  }
+  return false;
+}
+
 bool SamePath(const std::string& a, const std::string& b) {
   if (a == b) return true;
   boost::system::error_code ec1, ec2;
@@ -292,8 +303,7 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   if (!devices.ok()) return devices.status();
   // Unmount only what is ours: a mount of one of this volume's loop devices.
   StatusOr<MountEntry> mounted = FindByTarget(path);
-  if (mounted.ok() &&
-      std::find(devices->begin(), devices->end(), mounted->source) != devices->end()) {
+  if (mounted.ok() && MountShowsDevice(*mounted, *devices)) {
     FLEXCSI_RETURN_IF_ERROR(UnmountAll(path));
   }
   FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
@@ -429,17 +439,18 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   const std::string target = request.target_path();
   const bool recorded = volume->node_publications.count(target) > 0;
-  if (recorded) {
-    FLEXCSI_RETURN_IF_ERROR(UnmountAll(target));
-    FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
-  } else if (!IsMountPoint(target)) {
-    // Not ours and not mounted: the spec asks us to leave no target behind, but only an empty
-    // one may go.
-    FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
-    return Status::Ok();
-  } else {
-    return Status::Ok();  // something else is mounted there; not ours to undo
+  StatusOr<MountEntry> mounted = FindByTarget(target);
+  if (!recorded && mounted.ok()) {
+    // Not in the state (a crash between mounting and recording does that): undo it only when
+    // it is this volume that is mounted there.
+    StatusOr<std::vector<std::string>> devices = LoopDevicesFor(state_->VolumeFilePath(volume->id));
+    if (!devices.ok()) return devices.status();
+    if (!MountShowsDevice(*mounted, *devices)) return Status::Ok();  // not ours to undo
   }
+  FLEXCSI_RETURN_IF_ERROR(UnmountAll(target));
+  // The spec asks us to leave no target behind; RemoveTarget only ever removes an empty one.
+  FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
+  if (!recorded) return Status::Ok();
   volume->node_publications.erase(target);
   if (!options_.stage_unstage && volume->node_publications.empty()) {
     FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(state_->VolumeFilePath(volume->id)));

@@ -78,6 +78,18 @@ TEST_F(ErrorCodesTest, SameNameDifferentSizeIsAlreadyExists) {
             StatusCode::ALREADY_EXISTS);
 }
 
+TEST_F(ErrorCodesTest, CapabilityFsTypeChoosesTheFilesystemWithoutParameter) {
+  csi::v1::CreateVolumeResponse out;
+  grpc::Status s = Call(CreateRequest("pvc-cap-xfs", 16 * kMiB, MountCapability("xfs")), &out);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(out.volume().volume_context().at("fsType"), "xfs");
+  EXPECT_EQ(out.volume().capacity_bytes(), 300 * kMiB);  // xfs minimum
+  csi::v1::CreateVolumeRequest r =
+      CreateRequest("pvc-cap-conflict", 16 * kMiB, MountCapability("xfs"));
+  (*r.mutable_parameters())["fsType"] = "ext4";
+  EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ErrorCodesTest, UnknownContentSourcesAreNotFound) {
   csi::v1::CreateVolumeResponse out;
   csi::v1::CreateVolumeRequest r = CreateRequest("pvc-from-nothing", 8 * kMiB, MountCapability());

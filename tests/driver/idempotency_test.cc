@@ -111,6 +111,28 @@ TEST_F(IdempotencyTest, ControllerUnpublishOfUnknownVolumeOrNeverPublishedIsOk) 
   EXPECT_TRUE(Call(r).ok());
 }
 
+// A driver that crashed between mounting a target and recording it still owns that mount; a
+// mount it never made is left alone.
+TEST_F(IdempotencyTest, UnpublishUndoesAnUnrecordedMountOfTheVolumeButNotAForeignOne) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-unrecorded", 8 * kMiB, cap);
+  const std::string staging = MakeDir("staging");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  const std::string ours = MakeDir("pods/ours");
+  ASSERT_TRUE(BindMount(staging, ours, false).ok());
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, ours));
+  EXPECT_FALSE(IsMountPoint(ours));
+  struct stat st;
+  EXPECT_NE(::stat(ours.c_str(), &st), 0);
+
+  const std::string foreign = MakeDir("pods/foreign");
+  ASSERT_TRUE(Mount("foreign", foreign, "tmpfs", "size=1m").ok());
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, foreign));
+  EXPECT_TRUE(IsMountPoint(foreign));
+  ASSERT_TRUE(Unmount(foreign).ok());
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+}
+
 TEST_F(IdempotencyTest, RestageAfterTheStagingMountVanishedMountsAgain) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-vanish", 8 * kMiB, cap);

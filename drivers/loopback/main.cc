@@ -80,6 +80,21 @@ int Run(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("csi-loopback"));
   spdlog::set_level(spdlog::level::from_str(log_level));
 
+  // Limits from the CSI spec: a longer name or node id would be refused by the CO later, far
+  // from the cause.
+  if (options.driver_name.empty() || options.driver_name.size() > 63) {
+    spdlog::error("--driver-name must be 1 to 63 characters");
+    return 2;
+  }
+  if (options.node_id.empty() || options.node_id.size() > 256) {
+    spdlog::error("--nodeid must be 1 to 256 bytes");
+    return 2;
+  }
+  if (options.max_volumes_per_node < 0) {
+    spdlog::error("--max-volumes-per-node must not be negative");
+    return 2;
+  }
+
   const std::string socket_path = SocketPathOf(endpoint);
   if (socket_path.empty()) {
     spdlog::error("--endpoint must be a unix:// URL, got '{}'", endpoint);

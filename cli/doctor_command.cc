@@ -369,7 +369,7 @@ DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
   std::set<std::string> mount_points;
   for (const auto& m : mounts) mount_points.insert(m.mount_point);
   ReadOnlyDatabase db(config.state_database);
-  auto stagings = db.Query("SELECT staging_path, state FROM stagings");
+  auto stagings = db.Query("SELECT staging_path, state, request FROM stagings");
   auto publications = db.Query("SELECT target_path, state FROM publications");
   if (!stagings.ok() || !publications.ok()) {
     return Fail(name,
@@ -387,8 +387,17 @@ DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
       const std::string canonical = CanonicalIfExists(path);
       recorded_targets.insert(path);
       recorded_targets.insert(canonical);
+      // A staging the bridge recorded for a driver without STAGE_UNSTAGE_VOLUME
+      // (request.staged == false) is bookkeeping only: nothing is mounted there.
+      bool expect_mount = true;
+      if (row.size() > 2 && !row[2].empty()) {
+        const auto request = nlohmann::json::parse(row[2], nullptr, false);
+        if (request.is_object()) expect_mount = request.value("staged", true);
+      }
       if (row[1] == done) {
-        if (!mount_points.count(path) && !mount_points.count(canonical)) missing.push_back(path);
+        if (expect_mount && !mount_points.count(path) && !mount_points.count(canonical)) {
+          missing.push_back(path);
+        }
       } else {
         transitional.push_back(path + " (" + row[1] + ")");
       }

@@ -293,6 +293,17 @@ TEST_F(DoctorTest, RecordsBehindASymlinkedKubeletRootMatchTheirCanonicalMounts) 
   EXPECT_EQ(c.result, CheckResult::kPass) << c.detail;
 }
 
+TEST_F(DoctorTest, StagingNotDoneThroughCsiNeedsNoMount) {
+  // A driver without STAGE_UNSTAGE_VOLUME: the bridge records the staging with
+  // request.staged=false and mounts nothing there.
+  Sql("UPDATE stagings SET request='{\"staged\":false}'");
+  mounts_.erase(mounts_.begin() + 2);  // no mount at the staging path
+  WriteMounts();
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kPass);
+  Sql("UPDATE stagings SET request='{\"staged\":true}'");
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kFail);
+}
+
 TEST_F(DoctorTest, UnrecordedFlexcsiPodMountWarns) {
   mounts_.push_back("42 30 7:1 / " + kubelet_ +
                     "/pods/uid-2/volumes/flexcsi~loopback/pv2 rw shared:9 - ext4 /dev/loop1 rw");

@@ -63,8 +63,13 @@ StatusOr<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv,
   bp::ipstream out_stream;
   bp::ipstream err_stream;
   std::error_code start_error;
-  bp::child child(exe, bp::args(args), bp::std_in<bp::null, bp::std_out> out_stream,
-                  bp::std_err > err_stream, start_error);
+  // Tools print localized text; we parse some of it (dumpe2fs, losetup) and put all of it into
+  // error messages, so every child runs in the C locale.
+  bp::environment env = boost::this_process::environment();
+  env["LC_ALL"] = "C";
+  // Parenthesised redirections keep clang-format from reading them as template brackets.
+  bp::child child(exe, bp::args(args), env, (bp::std_in < bp::null), (bp::std_out > out_stream),
+                  (bp::std_err > err_stream), start_error);
   if (start_error) {
     return Internal("cannot start " + CommandLineForDisplay(argv) + ": " + start_error.message());
   }

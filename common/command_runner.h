@@ -22,9 +22,10 @@ constexpr std::chrono::milliseconds kDefaultCommandTimeout = std::chrono::second
 
 // Runs argv[0] with the remaining elements as its arguments. argv[0] without a '/' is looked up
 // in PATH and then in /usr/sbin, /sbin, /usr/bin, /bin (tools like losetup live in sbin, which a
-// daemon's PATH may lack). Returns the output whatever the exit code; fails only when the
-// command could not be started (NOT_FOUND / INTERNAL) or ran past `timeout`, in which case it is
-// killed and DEADLINE_EXCEEDED is returned.
+// daemon's PATH may lack). The child inherits the environment with LC_ALL=C, so its output is
+// parseable and its messages are in English. Returns the output whatever the exit code; fails only
+// when the command could not be started (NOT_FOUND / INTERNAL) or ran past `timeout`, in which case
+// it is killed and DEADLINE_EXCEEDED is returned.
 StatusOr<CommandOutput> RunCommandCapture(
     const std::vector<std::string>& argv,
     std::chrono::milliseconds timeout = kDefaultCommandTimeout);

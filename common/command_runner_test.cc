@@ -35,11 +35,17 @@ TEST(CommandRunnerTest, CaptureReturnsNonZeroExitWithoutError) {
 
 TEST(CommandRunnerTest, LargeOutputOnBothStreamsDoesNotDeadlock) {
   // 1 MiB on each stream overflows any pipe buffer; both must be drained concurrently.
-  StatusOr<CommandOutput> out = RunCommandCapture(
-      {"sh", "-c", "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2"});
+  StatusOr<CommandOutput> out =
+      RunCommandCapture({"sh", "-c", "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2"});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->stdout_text.size(), 1048576u);
   EXPECT_EQ(out->stderr_text.size(), 1048576u);
+}
+
+TEST(CommandRunnerTest, ChildRunsInTheCLocale) {
+  StatusOr<std::string> out = RunCommand({"sh", "-c", "echo $LC_ALL"});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "C\n");
 }
 
 TEST(CommandRunnerTest, UnknownCommandIsNotFound) {

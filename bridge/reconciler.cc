@@ -25,6 +25,19 @@ std::set<std::string> MountedTargets() {
   return targets;
 }
 
+// Whether `path` is mounted. The snapshot answers "mounted" cheaply; a "not mounted" answer is
+// confirmed against the live mount table, because it leads to an unpublish or unstage and the
+// snapshot predates the volume lock: a call holding the lock may have mounted it since.
+// REQUIRES: the volume's lock is held.
+bool IsMounted(const std::string& path, const std::set<std::string>& snapshot) {
+  return snapshot.count(path) > 0 || IsMountPoint(path);
+}
+
+// Whether a pass of `scope` may touch a record now in `phase`.
+bool InScope(ReconcileScope scope, Phase phase) {
+  return scope == ReconcileScope::kAllRecords || phase != Phase::kDone;
+}
+
 void Note(ReconcileReport* report, int* counter, const std::string& line) {
   ++*counter;
   report->details.push_back(line);
@@ -33,12 +46,13 @@ void Note(ReconcileReport* report, int* counter, const std::string& line) {
 void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
                           const std::set<std::string>& mounted, ReconcileScope scope,
                           ReconcileReport* report) {
-  if (scope == ReconcileScope::kUnfinishedOnly && stale.phase == Phase::kDone) return;
+  if (!InScope(scope, stale.phase)) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
+  // Re-read under the lock: the call that held it may have finished the record meanwhile.
   auto current = ctx.store.GetPublication(stale.target_path);
-  if (!current.ok() || !current->has_value()) return;
+  if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
   PublicationRecord r = **current;
-  if (mounted.count(r.target_path)) {
+  if (IsMounted(r.target_path, mounted)) {
     if (r.phase == Phase::kDone) return;
     const bool was_publishing = r.phase == Phase::kInProgress;
     r.phase = Phase::kDone;
@@ -62,14 +76,13 @@ void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
 void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
                       const std::set<std::string>& mounted, ReconcileScope scope,
                       ReconcileReport* report) {
-  if (scope == ReconcileScope::kUnfinishedOnly && stale.phase == Phase::kDone) return;
   // A record without a CSI staging only carries a publish context; nothing to compare.
-  if (!stale.StagedThroughCsi()) return;
+  if (!InScope(scope, stale.phase) || !stale.StagedThroughCsi()) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   auto current = ctx.store.GetStaging(stale.staging_path);
-  if (!current.ok() || !current->has_value()) return;
+  if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
   StagingRecord r = **current;
-  if (mounted.count(r.staging_path)) {
+  if (IsMounted(r.staging_path, mounted)) {
     if (r.phase == Phase::kDone) return;
     r.phase = Phase::kDone;
     if (ctx.store.PutStaging(r).ok()) {

@@ -139,6 +139,7 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
   std::string source_volume_id;
   std::string source_file;
   int64_t source_bytes = 0;
+  bool source_block = false;
   std::optional<VolumeRecord> source_volume;
   if (request.has_volume_content_source()) {
     const csi::v1::VolumeContentSource& source = request.volume_content_source();
@@ -149,6 +150,7 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
       if (!snapshot) return NotFound("snapshot " + source_snapshot_id + " does not exist");
       source_file = state_->SnapshotFilePath(snapshot->id);
       source_bytes = snapshot->size_bytes;
+      source_block = snapshot->block;
     } else if (source.has_volume()) {
       source_volume_id = source.volume().volume_id();
       FLEXCSI_RETURN_IF_ERROR(RequireField(source_volume_id, "volume_id"));
@@ -156,8 +158,16 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
       if (!source_volume) return NotFound("volume " + source_volume_id + " does not exist");
       source_file = state_->VolumeFilePath(source_volume->id);
       source_bytes = source_volume->capacity_bytes;
+      source_block = source_volume->block;
     } else {
       return InvalidArgument("volume_content_source has neither snapshot nor volume");
+    }
+    // Raw block contents would read as "no filesystem" to NodeStage, which would then format
+    // over the copied data; a filesystem copied into a block volume is merely odd. Refuse both.
+    if (source_block != block) {
+      return InvalidArgument(std::string("content source is a ") +
+                             (source_block ? "block" : "filesystem") + " volume, the new one is " +
+                             (block ? "block" : "a filesystem"));
     }
   }
 
@@ -525,6 +535,7 @@ Status ControllerServer::DoCreateSnapshot(const csi::v1::CreateSnapshotRequest& 
   record.id = NewId("snap-");
   record.name = request.name();
   record.source_volume_id = volume->id;
+  record.block = volume->block;
   record.size_bytes = volume->capacity_bytes;
   struct timeval now;
   ::gettimeofday(&now, nullptr);

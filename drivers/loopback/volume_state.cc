@@ -82,6 +82,7 @@ json ToJson(const SnapshotRecord& s) {
               {"name", s.name},
               {"seq", s.seq},
               {"source_volume_id", s.source_volume_id},
+              {"block", s.block},
               {"size_bytes", s.size_bytes},
               {"creation_seconds", s.creation_seconds},
               {"creation_nanos", s.creation_nanos}};
@@ -93,6 +94,7 @@ SnapshotRecord SnapshotFromJson(const json& j) {
   s.name = j.at("name").get<std::string>();
   s.seq = j.at("seq").get<uint64_t>();
   s.source_volume_id = j.at("source_volume_id").get<std::string>();
+  s.block = j.at("block").get<bool>();
   s.size_bytes = j.at("size_bytes").get<int64_t>();
   s.creation_seconds = j.at("creation_seconds").get<int64_t>();
   s.creation_nanos = j.at("creation_nanos").get<int32_t>();

@@ -59,6 +59,7 @@ struct SnapshotRecord {
   std::string name;
   uint64_t seq = 0;
   std::string source_volume_id;
+  bool block = false;  // taken from a block volume: restores only into block volumes
   int64_t size_bytes = 0;
   int64_t creation_seconds = 0;
   int32_t creation_nanos = 0;

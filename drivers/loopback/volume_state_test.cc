@@ -64,6 +64,7 @@ TEST_F(VolumeStateTest, EveryFieldSurvivesReopen) {
     s.id = "snap-1";
     s.name = "snap-name";
     s.source_volume_id = "vol-1";
+    s.block = true;
     s.size_bytes = 123;
     s.creation_seconds = 1700000000;
     s.creation_nanos = 42;
@@ -91,6 +92,7 @@ TEST_F(VolumeStateTest, EveryFieldSurvivesReopen) {
   EXPECT_EQ(s->creation_seconds, 1700000000);
   EXPECT_EQ(s->creation_nanos, 42);
   EXPECT_EQ(s->size_bytes, 123);
+  EXPECT_TRUE(s->block);
 }
 
 TEST_F(VolumeStateTest, SequenceNumbersGrowAcrossRestartsAndOrderLists) {

@@ -90,6 +90,17 @@ TEST_F(ErrorCodesTest, CapabilityFsTypeChoosesTheFilesystemWithoutParameter) {
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_F(ErrorCodesTest, BlockContentCannotSeedAFilesystemVolume) {
+  const std::string block_id = CreateVolume("pvc-raw", 8 * kMiB, BlockCapability());
+  csi::v1::CreateVolumeResponse out;
+  csi::v1::CreateVolumeRequest r = CreateRequest("pvc-from-raw", 8 * kMiB, MountCapability());
+  r.mutable_volume_content_source()->mutable_volume()->set_volume_id(block_id);
+  EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
+  r = CreateRequest("pvc-from-raw-block", 8 * kMiB, BlockCapability());
+  r.mutable_volume_content_source()->mutable_volume()->set_volume_id(block_id);
+  EXPECT_TRUE(Call(r, &out).ok());
+}
+
 TEST_F(ErrorCodesTest, UnknownContentSourcesAreNotFound) {
   csi::v1::CreateVolumeResponse out;
   csi::v1::CreateVolumeRequest r = CreateRequest("pvc-from-nothing", 8 * kMiB, MountCapability());

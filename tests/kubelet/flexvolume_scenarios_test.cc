@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <thread>
+#include <vector>
+
 #include "tests/kubelet/attachable_lifecycle.h"
 #include "tests/kubelet/go_json.h"
 #include "tests/kubelet/scenario_test_util.h"
@@ -310,6 +313,51 @@ TEST_P(NonAttachableScenarioTest, TwoPodsShareVolumeAndLastUnmountUnstages) {
   EXPECT_EQ("from a", ReadTextFile(db + "/shared"));
   EXPECT_EQ("", env_->RecordsVersusMountTable());
   ASSERT_DRIVER_OK(env_->caller().TearDown(v, b));
+  ExpectNothingLeaked(*env_);
+}
+
+// For attach:false kubelet serialises only per (volume, pod), so mounts of one volume for
+// different pods arrive in parallel; the bridge's shared staging must survive that.
+TEST_P(NonAttachableScenarioTest, ParallelMountsAndUnmountsOfOneVolumeShareOneStaging) {
+  std::string id = env_->CreateVolume("vol-par", 64 * kMiB, "ext4");
+  ASSERT_FALSE(id.empty());
+  FlexVolumeSource v = env_->VolumeSource("pv-par", id);
+  constexpr int kPods = 4;
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < kPods; ++i) pods.push_back(env_->Pod("par-" + std::to_string(i)));
+  auto in_parallel = [&](auto op) {
+    std::vector<DriverResult> results(kPods);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kPods; ++i) {
+      threads.emplace_back([&, i] { results[i] = op(pods[i]); });
+    }
+    for (auto& t : threads) t.join();
+    return results;
+  };
+  // Each pod like kubelet: retried until it succeeds (a conflict may make one attempt fail).
+  auto with_retries = [&](auto call) {
+    return [&, call](const PodInfo& pod) {
+      DriverResult r = call(pod);
+      for (int attempt = 0; !r.success() && attempt < 10; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+        r = call(pod);
+      }
+      return r;
+    };
+  };
+  for (const DriverResult& r :
+       in_parallel(with_retries([&](const PodInfo& p) { return env_->caller().SetUp(v, p); }))) {
+    EXPECT_TRUE(r.success()) << r.Describe();
+  }
+  ASSERT_TRUE(WriteTextFile(env_->caller().PodVolumeDirFor(pods[0], v) + "/f", "shared"));
+  for (const PodInfo& p : pods) {
+    EXPECT_EQ("shared", ReadTextFile(env_->caller().PodVolumeDirFor(p, v) + "/f"));
+  }
+  EXPECT_EQ("", env_->RecordsVersusMountTable());
+  for (const DriverResult& r :
+       in_parallel(with_retries([&](const PodInfo& p) { return env_->caller().TearDown(v, p); }))) {
+    EXPECT_TRUE(r.success()) << r.Describe();
+  }
   ExpectNothingLeaked(*env_);
 }
 

@@ -1,25 +1,43 @@
-// YAML documents as nlohmann::json, so that every component reads YAML and JSON files the same
-// way (YAML 1.2 is a superset of JSON). Plain scalars become JSON booleans, null, integers or
-// floats where YAML's core schema says so; quoted scalars always stay strings.
+// Conversion between YAML/JSON text and nlohmann::json values, with the limits that keep
+// untrusted input from exhausting the stack or memory (deep nesting, alias bombs).
+//
+// YAML scalars are resolved with the YAML 1.2 core schema: plain true/false, null/~, integers
+// and floats become JSON booleans, null and numbers; quoted scalars are always strings. When
+// writing YAML, strings that would read back as another type are double-quoted.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
 namespace flexcsi {
 
-// Parses every document of a (possibly multi-document) YAML or JSON text.
-// INVALID_ARGUMENT with line and column on malformed input.
+// Objects and arrays nested deeper than this are rejected.
+constexpr int kMaxNestingDepth = 512;
+
+// Parses one JSON value (surrounding whitespace allowed).
+StatusOr<nlohmann::json> ParseJsonText(const std::string& text);
+
+// Parses every document of a YAML stream. Empty documents are skipped.
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
 
-// Exactly one document; an empty text is an error.
+// Exactly one document (config files): an empty text or several documents are errors.
 StatusOr<nlohmann::json> ParseYamlDocument(const std::string& text);
 
-// Reads and parses a file with ParseYamlDocument; errors name the file.
+// Reads `path` and parses it with ParseYamlDocument; errors name the file.
 StatusOr<nlohmann::json> LoadYamlFile(const std::string& path);
+
+// Converts an already parsed YAML node.
+StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node);
+
+// One YAML document (no leading "---"), ending with a newline.
+std::string JsonToYaml(const nlohmann::json& value);
+
+// True when `text` looks like JSON: its first non-blank character is '{' or '['.
+bool LooksLikeJson(const std::string& text);
 
 }  // namespace flexcsi

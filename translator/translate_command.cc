@@ -13,7 +13,7 @@
 #include "translator/go_strings.h"
 #include "translator/json_fields.h"
 #include "translator/translator.h"
-#include "translator/yaml_json.h"
+#include "common/yaml_json.h"
 
 namespace flexcsi {
 namespace translator {

@@ -9,7 +9,7 @@
 
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
-#include "translator/yaml_json.h"
+#include "common/yaml_json.h"
 
 namespace {
 
@@ -33,12 +33,12 @@ const Translator& SharedTranslator() {
 }
 
 std::vector<json> ParseDocuments(const std::string& text) {
-  if (flexcsi::translator::LooksLikeJson(text)) {
-    auto doc = flexcsi::translator::ParseJsonText(text);
+  if (flexcsi::LooksLikeJson(text)) {
+    auto doc = flexcsi::ParseJsonText(text);
     if (!doc.ok()) return {};
     return {*doc};
   }
-  auto docs = flexcsi::translator::ParseYamlDocuments(text);
+  auto docs = flexcsi::ParseYamlDocuments(text);
   return docs.ok() ? *docs : std::vector<json>();
 }
 
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   for (json& doc : ParseDocuments(text)) {
-    (void)flexcsi::translator::JsonToYaml(doc);
+    (void)flexcsi::JsonToYaml(doc);
     switch (selector % 8) {
       case 0:
         (void)t.TranslateInTreePVToCSI(doc);

@@ -1,10 +1,14 @@
-#include "translator/yaml_json.h"
+#include "common/yaml_json.h"
 
-#include "translator/test_json.h"
+#include <gtest/gtest.h>
 
 namespace flexcsi {
-namespace translator {
 namespace {
+
+nlohmann::json J(const std::string& text) { return nlohmann::json::parse(text); }
+
+// Compares pretty dumps so that a failure shows both documents.
+#define EXPECT_JSON_EQ(actual, expected) EXPECT_EQ((actual).dump(1), (expected).dump(1))
 
 TEST(YamlJsonTest, ScalarsResolveWithCoreSchema) {
   auto docs = ParseYamlDocuments(
@@ -72,11 +76,9 @@ TEST(YamlJsonTest, AliasBombIsRejected) {
 }
 
 }  // namespace
-}  // namespace translator
 }  // namespace flexcsi
 
 namespace flexcsi {
-namespace translator {
 namespace {
 
 // Found by translate_fuzz: yaml-cpp's LoadAll never returns on this input.
@@ -99,5 +101,25 @@ TEST(YamlJsonTest, AnchorsAliasesAndScalarKeys) {
 }
 
 }  // namespace
-}  // namespace translator
+}  // namespace flexcsi
+
+namespace flexcsi {
+namespace {
+
+TEST(YamlJsonTest, ParseYamlDocumentWantsExactlyOneDocument) {
+  EXPECT_TRUE(ParseYamlDocument("a: 1\n").ok());
+  EXPECT_EQ(ParseYamlDocument("").status().code(), Code::kInvalidArgument);
+  auto two = ParseYamlDocument("a: 1\n---\nb: 2\n");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("found 2"), std::string::npos);
+}
+
+TEST(YamlJsonTest, LoadYamlFileNamesAMissingFile) {
+  auto doc = LoadYamlFile("/nonexistent/flexcsi.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().code(), Code::kNotFound);
+  EXPECT_NE(doc.status().message().find("/nonexistent/flexcsi.yaml"), std::string::npos);
+}
+
+}  // namespace
 }  // namespace flexcsi

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,8 +149,21 @@ StatusOr<std::unique_ptr<VolumeState>> VolumeState::Open(const std::string& stat
   FLEXCSI_RETURN_IF_ERROR(MakeDir(state_dir + "/volumes"));
   FLEXCSI_RETURN_IF_ERROR(MakeDir(state_dir + "/snapshots"));
   std::unique_ptr<VolumeState> state(new VolumeState(state_dir));
+  const std::string lock_path = state_dir + "/lock";
+  state->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (state->lock_fd_ < 0) return Internal("cannot open " + lock_path + ": " + ErrnoText());
+  if (::flock(state->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return FailedPrecondition("state dir " + state_dir + " is in use by another csi-loopback");
+    }
+    return Internal("cannot lock " + lock_path + ": " + ErrnoText());
+  }
   FLEXCSI_RETURN_IF_ERROR(state->Load());
   return state;
+}
+
+VolumeState::~VolumeState() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
 std::string VolumeState::VolumeFilePath(const std::string& volume_id) const {
@@ -162,11 +176,10 @@ std::string VolumeState::SnapshotFilePath(const std::string& snapshot_id) const 
 
 Status VolumeState::Load() {
   const std::string path = state_dir_ + "/state.json";
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return Status::Ok();  // first start
   std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return Status::Ok();
-    return Status(Code::kDataLoss, "cannot read " + path + ": " + ErrnoText());
-  }
+  if (!in) return Status(Code::kDataLoss, "cannot read " + path + ": " + ErrnoText());
   std::stringstream buffer;
   buffer << in.rdbuf();
   try {

@@ -69,9 +69,12 @@ class VolumeState {
  public:
   // Loads <state_dir>/state.json (creating state_dir, volumes/ and snapshots/ when missing).
   // A missing state file is an empty state; an unreadable or corrupt one is DATA_LOSS, because
-  // starting empty would orphan every volume.
+  // starting empty would orphan every volume. Holds an exclusive lock on <state_dir>/lock for
+  // its lifetime: a second driver on the same state dir is FAILED_PRECONDITION, because two
+  // writers would overwrite each other's state.
   static StatusOr<std::unique_ptr<VolumeState>> Open(const std::string& state_dir);
 
+  ~VolumeState();
   VolumeState(const VolumeState&) = delete;
   VolumeState& operator=(const VolumeState&) = delete;
 
@@ -105,6 +108,7 @@ class VolumeState {
   Status SaveLocked() const;
 
   const std::string state_dir_;
+  int lock_fd_ = -1;  // flock'ed <state_dir>/lock
   mutable std::mutex mu_;
   uint64_t next_seq_ = 1;                            // guarded by mu_
   std::map<std::string, VolumeRecord> volumes_;      // guarded by mu_

@@ -136,7 +136,9 @@ TEST_F(VolumeStateTest, FindByNameAndRemove) {
   EXPECT_TRUE(state->RemoveVolume("vol-1").ok());
   EXPECT_TRUE(state->RemoveVolume("vol-1").ok());  // idempotent
   EXPECT_FALSE(state->GetVolume("vol-1").has_value());
+  state.reset();  // one owner of a state dir at a time
   auto reopened = OpenState();
+  ASSERT_NE(reopened, nullptr);
   EXPECT_FALSE(reopened->GetVolume("vol-1").has_value());
 }
 
@@ -164,6 +166,16 @@ TEST_F(VolumeStateTest, NoTemporaryFileIsLeftBehind) {
   ASSERT_TRUE(state->PutVolume(SampleVolume("vol-1")).ok());
   EXPECT_TRUE(boost::filesystem::exists(dir_ + "/state.json"));
   EXPECT_FALSE(boost::filesystem::exists(dir_ + "/state.json.tmp"));
+}
+
+TEST_F(VolumeStateTest, SecondOpenOfTheSameDirectoryIsRefusedUntilTheFirstCloses) {
+  auto first = OpenState();
+  ASSERT_NE(first, nullptr);
+  StatusOr<std::unique_ptr<VolumeState>> second = VolumeState::Open(dir_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
+  first.reset();
+  EXPECT_TRUE(VolumeState::Open(dir_).ok());
 }
 
 TEST_F(VolumeStateTest, RelativeStateDirIsRejected) {

@@ -97,6 +97,12 @@ TEST_F(RestartTest, SigtermStopsCleanlyAndRemovesTheSocket) {
   EXPECT_FALSE(gone.good());
 }
 
+TEST_F(RestartTest, SecondDriverOnTheSameStateDirRefusesToStart) {
+  DriverProcess second(PathIn("second.sock"), state_dir(), PathIn("second.log"), {});
+  EXPECT_FALSE(second.Start());
+  EXPECT_NE(second.Log().find("in use"), std::string::npos) << second.Log();
+}
+
 TEST_F(RestartTest, CorruptStateKeepsTheDriverFromStarting) {
   driver_->Stop();
   { std::ofstream(state_dir() + "/state.json") << "{ broken"; }

@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev
   libsqlite3-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  e2fsprogs xfsprogs util-linux mount
+  e2fsprogs xfsprogs util-linux mount jq
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml
   hyperfine

@@ -134,40 +134,20 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
 
   auto name_lock = locks_->Lock("name:" + request.name());
 
-  // Content source: resolve it and learn the smallest size the new volume may have.
+  // Which content source is asked for; checked first so that a repeat of a CreateVolume whose
+  // source has been deleted since still finds its volume.
   std::string source_snapshot_id;
   std::string source_volume_id;
-  std::string source_file;
-  int64_t source_bytes = 0;
-  bool source_block = false;
-  std::optional<VolumeRecord> source_volume;
   if (request.has_volume_content_source()) {
     const csi::v1::VolumeContentSource& source = request.volume_content_source();
     if (source.has_snapshot()) {
       source_snapshot_id = source.snapshot().snapshot_id();
       FLEXCSI_RETURN_IF_ERROR(RequireField(source_snapshot_id, "snapshot_id"));
-      std::optional<SnapshotRecord> snapshot = state_->GetSnapshot(source_snapshot_id);
-      if (!snapshot) return NotFound("snapshot " + source_snapshot_id + " does not exist");
-      source_file = state_->SnapshotFilePath(snapshot->id);
-      source_bytes = snapshot->size_bytes;
-      source_block = snapshot->block;
     } else if (source.has_volume()) {
       source_volume_id = source.volume().volume_id();
       FLEXCSI_RETURN_IF_ERROR(RequireField(source_volume_id, "volume_id"));
-      source_volume = state_->GetVolume(source_volume_id);
-      if (!source_volume) return NotFound("volume " + source_volume_id + " does not exist");
-      source_file = state_->VolumeFilePath(source_volume->id);
-      source_bytes = source_volume->capacity_bytes;
-      source_block = source_volume->block;
     } else {
       return InvalidArgument("volume_content_source has neither snapshot nor volume");
-    }
-    // Raw block contents would read as "no filesystem" to NodeStage, which would then format
-    // over the copied data; a filesystem copied into a block volume is merely odd. Refuse both.
-    if (source_block != block) {
-      return InvalidArgument(std::string("content source is a ") +
-                             (source_block ? "block" : "filesystem") + " volume, the new one is " +
-                             (block ? "block" : "a filesystem"));
     }
   }
 
@@ -185,6 +165,32 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
     }
     FillVolume(*existing, volume);
     return Status::Ok();
+  }
+
+  // Resolve the content source and learn the smallest size the new volume may have.
+  std::string source_file;
+  int64_t source_bytes = 0;
+  bool source_block = block;
+  std::optional<VolumeRecord> source_volume;
+  if (!source_snapshot_id.empty()) {
+    std::optional<SnapshotRecord> snapshot = state_->GetSnapshot(source_snapshot_id);
+    if (!snapshot) return NotFound("snapshot " + source_snapshot_id + " does not exist");
+    source_file = state_->SnapshotFilePath(snapshot->id);
+    source_bytes = snapshot->size_bytes;
+    source_block = snapshot->block;
+  } else if (!source_volume_id.empty()) {
+    source_volume = state_->GetVolume(source_volume_id);
+    if (!source_volume) return NotFound("volume " + source_volume_id + " does not exist");
+    source_file = state_->VolumeFilePath(source_volume->id);
+    source_bytes = source_volume->capacity_bytes;
+    source_block = source_volume->block;
+  }
+  // Raw block contents would read as "no filesystem" to NodeStage, which would then format over
+  // the copied data; a filesystem copied into a block volume is merely odd. Refuse both.
+  if (source_block != block) {
+    return InvalidArgument(std::string("content source is a ") +
+                           (source_block ? "block" : "filesystem") + " volume, the new one is " +
+                           (block ? "block" : "a filesystem"));
   }
 
   int64_t minimum = kMinVolumeBytes;

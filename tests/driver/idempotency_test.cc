@@ -86,6 +86,27 @@ TEST_F(IdempotencyTest, SnapshotCreateAndDeleteTwice) {
   EXPECT_TRUE(controller_->DeleteSnapshot(NewContext().get(), del, &out).ok());
 }
 
+TEST_F(IdempotencyTest, RepeatedRestoreStillSucceedsAfterTheSnapshotIsGone) {
+  const std::string id = CreateVolume("pvc-origin", 8 * kMiB, MountCapability());
+  csi::v1::CreateSnapshotRequest snap;
+  snap.set_name("snap-gone");
+  snap.set_source_volume_id(id);
+  csi::v1::CreateSnapshotResponse snap_out;
+  ASSERT_TRUE(controller_->CreateSnapshot(NewContext().get(), snap, &snap_out).ok());
+  csi::v1::CreateVolumeRequest restore = CreateRequest("pvc-restore", 8 * kMiB, MountCapability());
+  restore.mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(
+      snap_out.snapshot().snapshot_id());
+  csi::v1::CreateVolumeResponse first, second;
+  ASSERT_TRUE(Call(restore, &first).ok());
+  csi::v1::DeleteSnapshotRequest del;
+  del.set_snapshot_id(snap_out.snapshot().snapshot_id());
+  csi::v1::DeleteSnapshotResponse del_out;
+  ASSERT_TRUE(controller_->DeleteSnapshot(NewContext().get(), del, &del_out).ok());
+  grpc::Status s = Call(restore, &second);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(first.volume().volume_id(), second.volume().volume_id());
+}
+
 TEST_F(IdempotencyTest, UnstageOfANeverStagedVolumeIsOk) {
   const std::string id = CreateVolume("pvc-never", 8 * kMiB, MountCapability());
   ASSERT_NO_FATAL_FAILURE(Unstage(id, MakeDir("staging")));

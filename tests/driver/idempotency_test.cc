@@ -188,6 +188,49 @@ TEST_F(IdempotencyTest, ConcurrentStagesOfOneVolumeAttachOneDevice) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
+TEST_F(IdempotencyTest, DifferentVolumesLiveTheirLivesInParallel) {
+  const VolumeCapability cap = MountCapability();
+  constexpr int kVolumes = 3;
+  std::vector<std::string> failures(kVolumes);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kVolumes; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string n = std::to_string(i);
+      csi::v1::CreateVolumeResponse created;
+      grpc::Status s = Call(CreateRequest("pvc-parallel-" + n, 8 * kMiB, cap), &created);
+      if (!s.ok()) return void(failures[i] = "create: " + Describe(s));
+      const std::string id = created.volume().volume_id();
+      csi::v1::NodeStageVolumeRequest stage;
+      stage.set_volume_id(id);
+      stage.set_staging_target_path(PathIn("staging-" + n));
+      *stage.mutable_volume_capability() = cap;
+      if (!(s = Call(stage)).ok()) return void(failures[i] = "stage: " + Describe(s));
+      csi::v1::NodePublishVolumeRequest publish;
+      publish.set_volume_id(id);
+      publish.set_staging_target_path(PathIn("staging-" + n));
+      publish.set_target_path(PathIn("pods-" + n + "/m"));
+      *publish.mutable_volume_capability() = cap;
+      if (!(s = Call(publish)).ok()) return void(failures[i] = "publish: " + Describe(s));
+      WriteFile(PathIn("pods-" + n + "/m/who"), n);
+      if (ReadFile(PathIn("pods-" + n + "/m/who")) != n) failures[i] = "data mixed up";
+      csi::v1::NodeUnpublishVolumeRequest unpublish;
+      unpublish.set_volume_id(id);
+      unpublish.set_target_path(PathIn("pods-" + n + "/m"));
+      if (!(s = Call(unpublish)).ok()) return void(failures[i] = "unpublish: " + Describe(s));
+      csi::v1::NodeUnstageVolumeRequest unstage;
+      unstage.set_volume_id(id);
+      unstage.set_staging_target_path(PathIn("staging-" + n));
+      if (!(s = Call(unstage)).ok()) return void(failures[i] = "unstage: " + Describe(s));
+      csi::v1::DeleteVolumeRequest del;
+      del.set_volume_id(id);
+      if (!(s = Call(del)).ok()) failures[i] = "delete: " + Describe(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kVolumes; ++i) EXPECT_EQ(failures[i], "") << "volume " << i;
+  EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+}
+
 }  // namespace
 }  // namespace driver_test
 }  // namespace flexcsi

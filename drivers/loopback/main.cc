@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <thread>
+#include <vector>
 
 #include "drivers/loopback/controller_server.h"
 #include "drivers/loopback/driver_options.h"
@@ -50,14 +51,16 @@ Status RemoveStaleSocket(const std::string& path) {
 int Run(int argc, char** argv) {
   DriverOptions options;
   options.vendor_version = FLEXCSI_VERSION;
-  std::string endpoint;
+  std::vector<std::string> endpoints;
   bool no_stage = false;
   bool no_attach = false;
   bool no_expand = false;
   std::string log_level = "info";
 
   CLI::App app{"csi-loopback: CSI driver backed by sparse files on loop devices"};
-  app.add_option("--endpoint", endpoint, "unix:///path/to/csi.sock")->required();
+  // Repeatable: one process, one state, several sockets (e.g. the CO's controller socket and
+  // kubelet's plugin socket), because a volume is known only to the state that created it.
+  app.add_option("--endpoint", endpoints, "unix:///path/to/csi.sock (repeatable)")->required();
   app.add_option("--nodeid", options.node_id, "this node's id")->required();
   app.add_option("--state-dir", options.state_dir, "absolute directory for volumes and state")
       ->required();
@@ -95,10 +98,13 @@ int Run(int argc, char** argv) {
     return 2;
   }
 
-  const std::string socket_path = SocketPathOf(endpoint);
-  if (socket_path.empty()) {
-    spdlog::error("--endpoint must be a unix:// URL, got '{}'", endpoint);
-    return 2;
+  std::vector<std::string> socket_paths;
+  for (const std::string& endpoint : endpoints) {
+    socket_paths.push_back(SocketPathOf(endpoint));
+    if (socket_paths.back().empty()) {
+      spdlog::error("--endpoint must be a unix:// URL, got '{}'", endpoint);
+      return 2;
+    }
   }
 
   // SIGTERM/SIGINT are taken by a dedicated thread via sigwait; block them before gRPC starts
@@ -115,10 +121,12 @@ int Run(int argc, char** argv) {
     spdlog::error("cannot load state: {}", state.status().ToString());
     return 1;
   }
-  Status removed = RemoveStaleSocket(socket_path);
-  if (!removed.ok()) {
-    spdlog::error("{}", removed.ToString());
-    return 1;
+  for (const std::string& socket_path : socket_paths) {
+    Status removed = RemoveStaleSocket(socket_path);
+    if (!removed.ok()) {
+      spdlog::error("{}", removed.ToString());
+      return 1;
+    }
   }
 
   VolumeLocks locks;
@@ -127,18 +135,21 @@ int Run(int argc, char** argv) {
   NodeServer node(options, state->get(), &locks);
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
+  for (const std::string& socket_path : socket_paths) {
+    builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
+  }
   builder.RegisterService(&identity);
   builder.RegisterService(&controller);
   builder.RegisterService(&node);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
-    spdlog::error("cannot listen on {}", endpoint);
+    spdlog::error("cannot listen on {}", fmt::join(endpoints, ", "));
     return 1;
   }
   spdlog::info("{} {} serving on {} (node {}, state {}, stage={}, attach={}, expand={})",
-               options.driver_name, options.vendor_version, endpoint, options.node_id,
-               options.state_dir, options.stage_unstage, options.controller_attach, options.expand);
+               options.driver_name, options.vendor_version, fmt::join(endpoints, ", "),
+               options.node_id, options.state_dir, options.stage_unstage, options.controller_attach,
+               options.expand);
 
   std::thread stopper([&] {
     int signal_number = 0;
@@ -149,7 +160,7 @@ int Run(int argc, char** argv) {
   });
   server->Wait();
   stopper.join();
-  ::unlink(socket_path.c_str());
+  for (const std::string& socket_path : socket_paths) ::unlink(socket_path.c_str());
   spdlog::info("stopped");
   return 0;
 }

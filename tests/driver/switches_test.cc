@@ -1,4 +1,6 @@
 // Each --no-* switch changes what the driver advertises and how it behaves.
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "common/mount_table.h"
@@ -190,6 +192,34 @@ TEST_F(ExtraNodeTest, SingleNodeVolumePublishedToAnotherNodeIsFailedPrecondition
   ASSERT_EQ(list.entries_size(), 1);
   ASSERT_EQ(list.entries(0).status().published_node_ids_size(), 1);
   EXPECT_EQ(list.entries(0).status().published_node_ids(0), "node-other");
+}
+
+class TwoEndpointsTest : public SwitchesTest {
+ protected:
+  std::vector<std::string> ExtraFlags() const override {
+    return {"--endpoint", "unix://" + second_socket()};
+  }
+  std::string second_socket() const { return PathIn("second.sock"); }
+};
+
+// One process serving the CO's controller socket and kubelet's plugin socket shares one state,
+// so a volume created through one is staged through the other.
+TEST_F(TwoEndpointsTest, BothSocketsServeTheSameVolumes) {
+  auto channel =
+      grpc::CreateChannel("unix://" + second_socket(), grpc::InsecureChannelCredentials());
+  auto second_controller = csi::v1::Controller::NewStub(channel);
+  csi::v1::CreateVolumeResponse created;
+  grpc::Status s = second_controller->CreateVolume(
+      NewContext().get(), CreateRequest("pvc-two-sockets", 8 * kMiB, MountCapability()), &created);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  const std::string staging = MakeDir("staging");
+  ASSERT_NO_FATAL_FAILURE(Stage(created.volume().volume_id(), staging, MountCapability()));
+  ASSERT_NO_FATAL_FAILURE(Unstage(created.volume().volume_id(), staging));
+  second_controller.reset();
+  channel.reset();
+  driver_->Stop();
+  struct stat st;
+  EXPECT_NE(::stat(second_socket().c_str(), &st), 0) << "second socket left behind";
 }
 
 }  // namespace

@@ -19,6 +19,11 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Manifest validation renders the kustomizations with kubectl. Debian's own (kubernetes-client,
+# kubectl 1.20) is installed only where no kubectl exists, so that a newer one already on the
+# machine is never shadowed; the manifests are written for both.
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -19,8 +19,8 @@ const std::string kRepo = FLEXCSI_SOURCE_DIR;
 
 std::vector<std::string> ShippedConfigs() {
   std::vector<std::string> files = {kRepo + "/deploy/debian/bridge.yaml",
-                                    kRepo + "/deploy/kubernetes/base/bridge-node.yaml",
-                                    kRepo + "/deploy/kubernetes/base/bridge-controller.yaml"};
+                                    kRepo + "/deploy/kubernetes/base/node/bridge-node.yaml",
+                                    kRepo + "/deploy/kubernetes/base/controller/bridge-controller.yaml"};
   for (const char* overlay : {"nfs", "digitalocean", "juicefs"}) {
     files.push_back(kRepo + "/deploy/kubernetes/overlays/" + overlay + "/bridge-node.yaml");
   }

@@ -54,48 +54,48 @@ class BrokenManifestsAreRejected(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
     def test_misspelled_field(self):
-        self.edit("base/node-daemonset.yaml", "mountPropagation: Bidirectional",
+        self.edit("base/node/node-daemonset.yaml", "mountPropagation: Bidirectional",
                   "mountPropogation: Bidirectional")
         self.assertRejected('unknown field "mountPropogation"')
 
     def test_wrong_type(self):
-        self.edit("base/node-daemonset.yaml", "containerPort: 9809", 'containerPort: "9809"')
+        self.edit("base/node/node-daemonset.yaml", "containerPort: 9809", 'containerPort: "9809"')
         self.assertRejected("expected int")
 
     def test_missing_required_field(self):
-        self.edit("base/controller-daemonset.yaml", "- name: csi-controller\n",
+        self.edit("base/controller/controller-daemonset.yaml", "- name: csi-controller\n",
                   "- stdin: false\n")
         self.assertRejected("must not be `None`")
 
     def test_mount_of_undefined_volume(self):
-        self.edit("base/node-daemonset.yaml", "- name: dev\n              mountPath: /dev",
+        self.edit("base/node/node-daemonset.yaml", "- name: dev\n              mountPath: /dev",
                   "- name: devices\n              mountPath: /dev")
         self.assertRejected('names missing volume "devices"')
 
     def test_bidirectional_without_privilege(self):
-        self.edit("base/node-daemonset.yaml", "privileged: true", "privileged: false")
+        self.edit("base/node/node-daemonset.yaml", "privileged: true", "privileged: false")
         self.assertRejected("Bidirectional mount propagation requires privileged")
 
     def test_probe_on_unnamed_port(self):
-        self.edit("base/node-daemonset.yaml", "port: metrics", "port: metric")
+        self.edit("base/node/node-daemonset.yaml", "port: metrics", "port: metric")
         self.assertRejected('uses port "metric"')
 
     def test_csi_endpoint_typo_in_bridge_config(self):
-        self.edit("base/bridge-node.yaml", "loopback.csi.flexcsi.io/csi.sock",
+        self.edit("base/node/bridge-node.yaml", "loopback.csi.flexcsi.io/csi.sock",
                   "loopback.csi.flexcsi.io/cs.sock")
         self.assertRejected("no sidecar serves")
 
     def test_bad_flex_driver_name(self):
-        self.edit("base/bridge-node.yaml", "flexDriver: flexcsi/loopback", "flexDriver: loopback")
+        self.edit("base/node/bridge-node.yaml", "flexDriver: flexcsi/loopback", "flexDriver: loopback")
         self.assertRejected('"loopback" is not vendor/name')
 
     def test_socket_not_on_a_host_path(self):
-        self.edit("base/bridge-node.yaml", "socket: /run/flexcsi/bridge.sock",
+        self.edit("base/node/bridge-node.yaml", "socket: /run/flexcsi/bridge.sock",
                   "socket: /tmp/bridge.sock")
         self.assertRejected("host's flexexec cannot reach it")
 
     def test_selector_not_matching_template(self):
-        self.edit("base/node-daemonset.yaml", "      labels:\n        app.kubernetes.io/name: flexcsi\n"
+        self.edit("base/node/node-daemonset.yaml", "      labels:\n        app.kubernetes.io/name: flexcsi\n"
                   "        app.kubernetes.io/component: node",
                   "      labels:\n        app.kubernetes.io/name: flexcsi\n"
                   "        app.kubernetes.io/component: nodes")
@@ -103,12 +103,12 @@ class BrokenManifestsAreRejected(unittest.TestCase):
 
     def test_patch_guard_catches_reordered_base(self):
         # The loopback overlay removes containers by index behind JSON-patch `test` guards.
-        self.edit("base/controller-daemonset.yaml", "- name: csi-controller\n",
+        self.edit("base/controller/controller-daemonset.yaml", "- name: csi-controller\n",
                   "- name: csi-ctrl\n")
         self.assertRejected("kubectl kustomize failed", "overlays/loopback")
 
     def test_broken_yaml(self):
-        self.edit("base/namespace.yaml", "kind: Namespace", "kind: Namespace\n  bad: [")
+        self.edit("base/node/namespace.yaml", "kind: Namespace", "kind: Namespace\n  bad: [")
         self.assertRejected("kubectl kustomize failed")
 
 
@@ -134,7 +134,7 @@ class ConfigsAgreeWithProfiles(unittest.TestCase):
 
     def test_package_default_config_matches_base_driver(self):
         package = self.load("deploy", "debian", "bridge.yaml")
-        base = self.load("deploy", "kubernetes", "base", "bridge-node.yaml")
+        base = self.load("deploy", "kubernetes", "base", "node", "bridge-node.yaml")
         self.assertEqual(package["drivers"], base["drivers"])
         self.assertEqual(package["metricsAddress"], "127.0.0.1:9809")  # host: local only
 
@@ -170,10 +170,14 @@ class DockerfileIsConsistent(unittest.TestCase):
 
     def test_manifests_use_the_image_the_dockerfile_documents(self):
         text = "\n".join(self.lines)
-        with open(os.path.join(REPO, "deploy", "kubernetes", "base", "kustomization.yaml")) as f:
-            images = yaml.safe_load(f)["images"]
-        tag = f"{images[0]['newName']}:{images[0]['newTag']}"
-        self.assertIn(f"-t {tag}", text)
+        tags = set()
+        for part in ("node", "controller"):
+            with open(os.path.join(REPO, "deploy", "kubernetes", "base", part,
+                                   "kustomization.yaml")) as f:
+                images = yaml.safe_load(f)["images"]
+            tags.add(f"{images[0]['newName']}:{images[0]['newTag']}")
+        self.assertEqual(len(tags), 1, f"node and controller use different images: {tags}")
+        self.assertIn(f"-t {tags.pop()}", text)
 
 
 if __name__ == "__main__":

@@ -248,8 +248,16 @@ Status StateStore::Migrate() {
   return exec("COMMIT");
 }
 
+void StateStore::SetDurability(Phase phase_written) {
+  sqlite3_exec(db_,
+               phase_written == Phase::kInProgress ? "PRAGMA synchronous=FULL"
+                                                   : "PRAGMA synchronous=NORMAL",
+               nullptr, nullptr, nullptr);
+}
+
 Status StateStore::PutAttachment(const AttachmentRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(r.phase);
   Statement s(db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
   s.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name).Bind(r.csi_driver);
   s.Bind(r.volume_id).Bind(r.node_id).Bind(r.publish_context.dump());
@@ -271,6 +279,7 @@ Status StateStore::DeleteAttachment(const std::string& flex_driver,
                                     const std::string& volume_name,
                                     const std::string& node_name) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(Phase::kDone);
   Statement s(db_,
               "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
   s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
@@ -285,6 +294,7 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::ListAttachments() {
 
 Status StateStore::PutStaging(const StagingRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(r.phase);
   Statement s(db_, "INSERT OR REPLACE INTO stagings VALUES(?,?,?,?,?,?,?,?,?)");
   s.Bind(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name).Bind(r.csi_driver);
   s.Bind(r.volume_id).Bind(std::string(r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"));
@@ -310,6 +320,7 @@ StatusOr<std::optional<StagingRecord>> StateStore::FindStagingOfVolume(
 
 Status StateStore::DeleteStaging(const std::string& staging_path) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(Phase::kDone);
   Statement s(db_, "DELETE FROM stagings WHERE staging_path=?");
   s.Bind(staging_path);
   return s.RunToCompletion("delete staging");
@@ -323,6 +334,7 @@ StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
 
 Status StateStore::PutPublication(const PublicationRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(r.phase);
   Statement s(db_, "INSERT OR REPLACE INTO publications VALUES(?,?,?,?,?,?,?,?,?,?)");
   s.Bind(r.target_path).BindNullable(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name);
   s.Bind(r.csi_driver).Bind(r.volume_id).Bind(r.pod_uid).Bind(int64_t{r.readonly ? 1 : 0});
@@ -340,6 +352,7 @@ StatusOr<std::optional<PublicationRecord>> StateStore::GetPublication(
 
 Status StateStore::DeletePublication(const std::string& target_path) {
   std::lock_guard<std::mutex> lock(mu_);
+  SetDurability(Phase::kDone);
   Statement s(db_, "DELETE FROM publications WHERE target_path=?");
   s.Bind(target_path);
   return s.RunToCompletion("delete publication");

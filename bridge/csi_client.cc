@@ -203,6 +203,23 @@ StatusOr<csi::v1::NodeExpandVolumeResponse> CsiClient::NodeExpandVolume(
   return resp;
 }
 
+StatusOr<csi::v1::CreateVolumeResponse> CsiClient::CreateVolume(
+    const csi::v1::CreateVolumeRequest& req, const Deadline& deadline) {
+  csi::v1::CreateVolumeResponse resp;
+  Status s = Invoke("CreateVolume", deadline, [&](grpc::ClientContext* c) {
+    return controller_->CreateVolume(c, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+Status CsiClient::DeleteVolume(const csi::v1::DeleteVolumeRequest& req, const Deadline& deadline) {
+  csi::v1::DeleteVolumeResponse resp;
+  return Invoke("DeleteVolume", deadline, [&](grpc::ClientContext* c) {
+    return controller_->DeleteVolume(c, req, &resp);
+  });
+}
+
 StatusOr<csi::v1::ControllerPublishVolumeResponse> CsiClient::ControllerPublishVolume(
     const csi::v1::ControllerPublishVolumeRequest& req, const Deadline& deadline) {
   csi::v1::ControllerPublishVolumeResponse resp;

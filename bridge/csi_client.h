@@ -57,6 +57,11 @@ class CsiClient {
   StatusOr<csi::v1::NodeExpandVolumeResponse> NodeExpandVolume(
       const csi::v1::NodeExpandVolumeRequest& req, const Deadline& deadline);
 
+  // Provisioning, for operators' tools (`flexcsi volume`); the bridge itself never provisions.
+  StatusOr<csi::v1::CreateVolumeResponse> CreateVolume(const csi::v1::CreateVolumeRequest& req,
+                                                       const Deadline& deadline);
+  Status DeleteVolume(const csi::v1::DeleteVolumeRequest& req, const Deadline& deadline);
+
   StatusOr<csi::v1::ControllerPublishVolumeResponse> ControllerPublishVolume(
       const csi::v1::ControllerPublishVolumeRequest& req, const Deadline& deadline);
   Status ControllerUnpublishVolume(const csi::v1::ControllerUnpublishVolumeRequest& req,

@@ -7,6 +7,7 @@
 #include "cli/doctor_command.h"
 #include "cli/install_driver_command.h"
 #include "cli/state_command.h"
+#include "cli/volume_command.h"
 #ifdef FLEXCSI_HAVE_TRANSLATOR
 #include "translator/translate_command.h"
 #endif
@@ -22,6 +23,7 @@ constexpr const char* kUsage =
     "  doctor            check this node end to end, with a fix for every failure\n"
     "  state             show the bridge's attachment/staging/publication records\n"
     "  translate         translate FlexVolume specs to CSI (PV/StorageClass migration)\n"
+    "  volume            create or delete a volume on a CSI driver (for static FlexVolume PVs)\n"
     "  version           print the version\n"
     "\n"
     "Run 'flexcsi COMMAND --help' for a command's flags.\n";
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   }
   if (command == "doctor") return flexcsi::RunDoctorCommand(args, std::cout, std::cerr);
   if (command == "state") return flexcsi::RunStateCommand(args, std::cout, std::cerr);
+  if (command == "volume") return flexcsi::RunVolumeCommand(args, std::cout, std::cerr);
   if (command == "translate") {
 #ifdef FLEXCSI_HAVE_TRANSLATOR
     return flexcsi::translator::RunTranslateCommand(args, std::cin, std::cout, std::cerr);

@@ -61,10 +61,11 @@ wait_for_socket() {
 # kubelet's run of the driver: argv exactly as kubelet builds it, stdout and stderr together.
 flex() {
   local exe=$1; shift
-  local shown=("$@")
-  # Pod-level option JSON is long; show it in full once per call, it is what kubelet sends.
   printf '\033[36mkubelet>\033[0m %s' "${exe#"$plugins"/}"
-  printf ' %q' "${shown[@]}"
+  local arg
+  for arg in "$@"; do  # as a shell would need it quoted; the JSON is exactly what kubelet sends
+    if [[ $arg =~ ^[A-Za-z0-9_./~:=-]+$ ]]; then printf ' %s' "$arg"; else printf " '%s'" "${arg//\'/\'\\\'\'}"; fi
+  done
   printf '\n'
   local reply
   reply=$("$exe" "$@" 2>&1) && rc=0 || rc=$?
@@ -72,6 +73,10 @@ flex() {
   REPLY_JSON=$reply
   [[ $(jq -r .status <<<"$reply") != Failure ]] || { echo "demo: $1 failed" >&2; exit 1; }
 }
+
+# kubelet removes a pod volume dir or device mount path after a successful unmount with a plain
+# rmdir, if the driver did not remove it already (flexvolume.md 2.9, 2.11).
+kubelet_rmdir() { [[ ! -d $1 ]] || rmdir "$1"; }
 
 # Go's encoding/json of a map: compact, keys sorted (jq -S -c gives the same bytes here).
 options() { jq -S -c -n "$@"; }
@@ -99,7 +104,6 @@ drivers:
   - flexDriver: flexcsi/loopback-shared
     csiEndpoint: unix://$work/csi-shared.sock
     attach: false
-    accessMode: ReadWriteMany
     rule: {csiDriver: loopback.csi.flexcsi.io, volumeHandle: {fromOption: volumeID}, defaultFsType: ext4}
 YAML
 echo "bridge configuration:"; sed 's/^/    /' "$work/bridge.yaml"
@@ -153,9 +157,9 @@ findmnt -n -o TARGET,SOURCE,FSTYPE,OPTIONS "$pod_a" | sed 's/^/    mounted: /'
 echo "-- kube-controller-manager's periodic check"
 flex "$exe" isattached "$J" node-1
 echo "-- both pods deleted"
-flex "$exe" unmount "$pod_a"; rmdir "$pod_a"
-flex "$exe" unmount "$pod_b"; rmdir "$pod_b"
-flex "$exe" unmountdevice "$dmp"; rmdir "$dmp"
+flex "$exe" unmount "$pod_a"; kubelet_rmdir "$pod_a"
+flex "$exe" unmount "$pod_b"; kubelet_rmdir "$pod_b"
+flex "$exe" unmountdevice "$dmp"; kubelet_rmdir "$dmp"
 flex "$exe" detach pv-demo node-1
 flex "$exe" isattached "$J" node-1
 
@@ -178,8 +182,8 @@ echo "shared by app-0" >"$pod_c/note"
 echo "-- app-1 reads: $(cat "$pod_d/note")"
 echo "-- the bridge staged the volume once and counts its two publications:"
 "$flexcsi" state --socket "$work/bridge.sock" | sed 's/^/    /'
-flex "$exe" unmount "$pod_c"; rmdir "$pod_c"
-flex "$exe" unmount "$pod_d"; rmdir "$pod_d"
+flex "$exe" unmount "$pod_c"; kubelet_rmdir "$pod_c"
+flex "$exe" unmount "$pod_d"; kubelet_rmdir "$pod_d"
 
 # ---------------------------------------------------------------------------------------------
 say "Afterwards"

@@ -65,7 +65,9 @@ Status BridgeDaemon::Start() {
     metrics_server_ = std::make_unique<MetricsHttpServer>(
         metrics_, [this] { return dispatcher_->Health().value("ready", false); });
     FLEXCSI_RETURN_IF_ERROR(metrics_server_->Start(config_.metrics_address));
-    spdlog::info("metrics on http://{}/metrics", config_.metrics_address);
+    // The bound port, which differs from the configured one when that asks for port 0.
+    const std::string host = config_.metrics_address.substr(0, config_.metrics_address.rfind(':'));
+    spdlog::info("metrics on http://{}:{}/metrics", host, metrics_server_->port());
   }
   server_ = std::make_unique<RequestServer>(*dispatcher_);
   FLEXCSI_RETURN_IF_ERROR(server_->Start(config_.socket));

@@ -82,16 +82,24 @@ bool HasCapSysResource() {
   return false;
 }
 
-}  // namespace
-
-Status GrowUnmountedFilesystem(const std::string& fs_type, const std::string& device) {
-  if (!IsExtFamily(fs_type)) return Status::Ok();
+// Whether the ext filesystem on `device` already uses the whole device, so growing it is a no-op.
+// Works mounted or not (dumpe2fs reads the superblock).
+StatusOr<bool> ExtFillsDevice(const std::string& device) {
   StatusOr<int64_t> fs_bytes = ExtFilesystemBytes(device);
   if (!fs_bytes.ok()) return fs_bytes.status();
   StatusOr<int64_t> device_bytes = BlockDeviceSize(device);
   if (!device_bytes.ok()) return device_bytes.status();
   // Less than a MiB of slack is alignment, not a size change.
-  if (*fs_bytes + (1 << 20) > *device_bytes) return Status::Ok();
+  return *fs_bytes + (1 << 20) > *device_bytes;
+}
+
+}  // namespace
+
+Status GrowUnmountedFilesystem(const std::string& fs_type, const std::string& device) {
+  if (!IsExtFamily(fs_type)) return Status::Ok();
+  StatusOr<bool> full = ExtFillsDevice(device);
+  if (!full.ok()) return full.status();
+  if (*full) return Status::Ok();
   // -p repairs only what is safe; exit 1 means "fixed", anything above is trouble.
   StatusOr<CommandOutput> checked = RunCommandCapture({"e2fsck", "-f", "-p", device});
   if (!checked.ok()) return checked.status();
@@ -108,6 +116,11 @@ Status GrowFilesystem(const std::string& fs_type, const std::string& device,
                       const std::string& mount_path) {
   StatusOr<std::string> out = Status::Ok();
   if (IsExtFamily(fs_type)) {
+    // Already grown (offline, by a NodeStage after the device grew): nothing to do, whatever the
+    // capabilities. A CO retries a failed NodeExpandVolume forever, so this must answer OK.
+    StatusOr<bool> full = ExtFillsDevice(device);
+    if (!full.ok()) return full.status();
+    if (*full) return Status::Ok();
     // Online: the kernel does the work and wants CAP_SYS_RESOURCE for it. Without it no retry
     // can succeed, which is what FAILED_PRECONDITION tells a CO; NodeStage grows it offline.
     if (!HasCapSysResource()) {

@@ -10,7 +10,7 @@
 #include "bridge/csi_client.h"
 #include "bridge/metrics.h"
 #include "bridge/state_store.h"
-#include "bridge/volume_locks.h"
+#include "common/volume_locks.h"
 
 namespace flexcsi {
 

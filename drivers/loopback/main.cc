@@ -18,7 +18,7 @@
 #include "drivers/loopback/driver_options.h"
 #include "drivers/loopback/identity_server.h"
 #include "drivers/loopback/node_server.h"
-#include "drivers/loopback/volume_locks.h"
+#include "common/volume_locks.h"
 #include "drivers/loopback/volume_state.h"
 
 namespace flexcsi {

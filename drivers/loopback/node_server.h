@@ -11,7 +11,7 @@
 
 #include "csi.grpc.pb.h"
 #include "drivers/loopback/driver_options.h"
-#include "drivers/loopback/volume_locks.h"
+#include "common/volume_locks.h"
 #include "drivers/loopback/volume_state.h"
 
 namespace flexcsi {

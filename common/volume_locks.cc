@@ -1,4 +1,4 @@
-#include "bridge/volume_locks.h"
+#include "common/volume_locks.h"
 
 namespace flexcsi {
 

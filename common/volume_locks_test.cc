@@ -1,4 +1,4 @@
-#include "bridge/volume_locks.h"
+#include "common/volume_locks.h"
 
 #include <atomic>
 #include <thread>
@@ -42,6 +42,14 @@ TEST(VolumeLocksTest, DifferentKeysDoNotWaitForEachOther) {
   t.join();  // would hang forever if vol-b waited for vol-a
   EXPECT_TRUE(got_b);
   EXPECT_EQ(locks.HeldCount(), 1u);
+}
+
+TEST(VolumeLocksTest, KeyIsReusableAfterRelease) {
+  VolumeLocks locks;
+  { auto a = locks.Lock("vol:a"); }
+  std::thread other([&] { auto a = locks.Lock("vol:a"); });
+  other.join();  // hangs if the released key stayed held
+  EXPECT_EQ(locks.HeldCount(), 0u);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// VolumeLocks: serialises calls that touch the same volume while letting calls for different
-// volumes run in parallel. kubelet already serialises per volume for attach:true drivers, but not
-// for attach:false ones (mounts of one PV for two pods may run at once; flexvolume.md §2.10), and
-// the attach/detach controller runs concurrently with kubelet on the same bridge in small
-// clusters. The CSI spec also asks a CO to keep at most one call per volume in flight.
+// VolumeLocks: serialises work on one volume while letting work on different volumes run in
+// parallel. The bridge needs it because kubelet does not serialise mounts of one PV for attach:false
+// drivers (flexvolume.md §2.10) and the CSI spec asks a CO for one call per volume in flight; the
+// bundled driver needs it because a CO's retry may race the original RPC. Blocking rather than
+// answering ABORTED keeps such retries cheap: the retry simply finds the work done.
 #pragma once
 
 #include <condition_variable>

@@ -14,6 +14,8 @@
 
 namespace flexcsi {
 
+inline constexpr const char* kDefaultBridgeConfigPath = "/etc/flexcsi/bridge.yaml";
+
 // How one FlexVolume driver name is served.
 struct DriverConfig {
   std::string flex_driver;   // "vendor/name", as kubelet knows the driver
@@ -34,15 +36,17 @@ struct DriverConfig {
   std::string NodeIdFor(const std::string& node_name) const;
   // The CSI driver name the rule maps to.
   std::string CsiDriver() const { return mapping.rules().front().csi_driver; }
+  // The filesystem path of csi_endpoint ("unix:///run/x.sock" -> "/run/x.sock").
+  std::string CsiSocketPath() const { return csi_endpoint.substr(std::string("unix://").size()); }
 };
 
 struct BridgeConfig {
   std::string kubelet_root = "/var/lib/kubelet";
   std::string socket = "/run/flexcsi/bridge.sock";
   std::string state_database = "/var/lib/flexcsi/state.db";
-  std::string metrics_address;           // empty: no metrics listener
-  int reconcile_interval_seconds = 60;   // background retry of unfinished rollbacks
-  int unavailable_retry_seconds = 10;    // how long a down CSI driver is waited for per call
+  std::string metrics_address;          // empty: no metrics listener
+  int reconcile_interval_seconds = 60;  // background retry of unfinished rollbacks
+  int unavailable_retry_seconds = 10;   // how long a down CSI driver is waited for per call
   std::vector<DriverConfig> drivers;
 
   // nullptr when `flex_driver` is not configured.

@@ -64,7 +64,7 @@ int Serve(flexcsi::BridgeConfig config) {
 
 int main(int argc, char** argv) {
   CLI::App app{"flexcsi-bridge: serves FlexVolume calls through a CSI driver"};
-  std::string config_path = "/etc/flexcsi/bridge.yaml";
+  std::string config_path = flexcsi::kDefaultBridgeConfigPath;
   std::string log_level = "info";
   app.add_option("--config", config_path, "bridge configuration (YAML or JSON)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");

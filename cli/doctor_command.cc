@@ -148,7 +148,7 @@ StatusOr<std::vector<MountInfoLine>> ReadMountInfo(const std::string& path) {
   return mounts;
 }
 
-DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const CliDriverConfig& driver,
+DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConfig& driver,
                                  const std::string& expected_socket,
                                  const std::string& config_path) {
   const std::string name = "driver " + driver.flex_driver + " installed";
@@ -235,7 +235,7 @@ DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health)
   return Pass(name, detail);
 }
 
-std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
+std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
                                            const nlohmann::json& health) {
   std::map<std::string, nlohmann::json> by_driver;
   if (health.contains("drivers") && health["drivers"].is_array()) {
@@ -247,7 +247,7 @@ std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
     const auto it = by_driver.find(driver.flex_driver);
     if (it == by_driver.end()) {
       // No word from the bridge: say what can be seen from here.
-      const std::string path = UnixSocketPathOfEndpoint(driver.csi_endpoint);
+      const std::string path = driver.CsiSocketPath();
       struct stat st {};
       const bool exists = !path.empty() && stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
       checks.push_back(Fail(name,
@@ -271,7 +271,7 @@ std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
     const std::string caps =
         "node: " + (node_caps.empty() ? "-" : Join(node_caps, ",")) +
         "; controller: " + (controller_caps.empty() ? "-" : Join(controller_caps, ","));
-    const std::string csi = d.value("csiDriver", driver.csi_driver);
+    const std::string csi = d.value("csiDriver", driver.CsiDriver());
     if (!d.value("ready", false)) {
       checks.push_back(Fail(name,
                             csi + " at " + d.value("endpoint", driver.csi_endpoint) +
@@ -359,7 +359,7 @@ DoctorCheck CheckStateDatabase(const std::string& path) {
                         c[1] + " stagings, " + c[2] + " publications");
 }
 
-DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
+DoctorCheck CheckRecordsAgainstMounts(const BridgeConfig& config,
                                       const std::vector<MountInfoLine>& mounts) {
   const std::string name = "records vs mount table";
   struct stat st {};
@@ -444,13 +444,13 @@ DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
 
 std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
   std::vector<DoctorCheck> checks;
-  auto loaded = LoadCliBridgeConfig(options.config_path);
+  auto loaded = BridgeConfig::LoadFile(options.config_path);
   if (!loaded.ok()) {
     checks.push_back(Fail("bridge configuration", loaded.status().message(),
                           "install the package's default or pass --config FILE"));
     return checks;
   }
-  CliBridgeConfig config = *loaded;
+  BridgeConfig config = *loaded;
   if (!options.socket.empty()) config.socket = options.socket;
   if (config.drivers.empty()) {
     checks.push_back(Fail("bridge configuration", options.config_path + ": no drivers",

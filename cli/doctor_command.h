@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/bridge_config_file.h"
+#include "bridge/bridge_config.h"
 #include "common/status.h"
 
 namespace flexcsi {
@@ -45,18 +45,18 @@ struct MountInfoLine {
 StatusOr<std::vector<MountInfoLine>> ReadMountInfo(const std::string& path);
 
 // The individual checks; each is usable alone (and tested alone).
-DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const CliDriverConfig& driver,
+DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConfig& driver,
                                  const std::string& expected_socket,
                                  const std::string& config_path);
 // Asks the bridge for bridge.health; *health receives the reply ("" object on failure).
 DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health);
 // One row per configured driver; uses the health reply when there is one.
-std::vector<DoctorCheck> CheckCsiEndpoints(const CliBridgeConfig& config,
+std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
                                            const nlohmann::json& health);
 DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
                                         const std::vector<MountInfoLine>& mounts);
 DoctorCheck CheckStateDatabase(const std::string& path);
-DoctorCheck CheckRecordsAgainstMounts(const CliBridgeConfig& config,
+DoctorCheck CheckRecordsAgainstMounts(const BridgeConfig& config,
                                       const std::vector<MountInfoLine>& mounts);
 
 struct DoctorOptions {

@@ -67,7 +67,8 @@ class DoctorTest : public ::testing::Test {
                                         root_ +
                                         "/csi.sock\n"
                                         "    attach: true\n"
-                                        "    rule: {csiDriver: loopback.csi.flexcsi.io}\n");
+                                        "    rule: {csiDriver: loopback.csi.flexcsi.io, "
+                                        "volumeHandle: {fromOption: volumeID}}\n");
     const std::string flexexec = root_ + "/flexexec";
     WriteFile(flexexec, "#!/bin/sh\necho '{\"status\":\"Success\"}'\n");
     chmod(flexexec.c_str(), 0755);

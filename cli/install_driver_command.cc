@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/bridge_config_file.h"
+#include "bridge/bridge_config.h"
 #include "cli/cli_parse.h"
 #include "common/command_runner.h"
 
@@ -332,7 +332,7 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
   if (config_path.empty()) {
     installs.push_back(o);
   } else {
-    auto config = LoadCliBridgeConfig(config_path);
+    auto config = BridgeConfig::LoadFile(config_path);
     if (!config.ok()) {
       err << "install-driver: " << config.status().message() << "\n";
       return 1;
@@ -340,7 +340,7 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
     // Explicit flags win; the file fills in what was not given.
     if (socket->count() == 0) o.bridge_socket = config->socket;
     if (!o.driver.empty()) {
-      if (const CliDriverConfig* d = config->FindDriver(o.driver)) {
+      if (const DriverConfig* d = config->FindDriver(o.driver)) {
         if (attach->count() == 0) o.attach = d->attach;
       } else {
         err << "install-driver: warning: " << config_path << " configures no driver " << o.driver

@@ -217,13 +217,15 @@ TEST_F(InstallDriverTest, UninstallLeavesForeignFilesAndSaysSo) {
 
 TEST_F(InstallDriverTest, CommandLineInstallsWithConfigFileAndUninstalls) {
   const std::string config = root_ + "/bridge.yaml";
-  WriteFile(config,
-            "socket: /run/custom/bridge.sock\n"
-            "drivers:\n"
-            "  - flexDriver: example/nfs\n"
-            "    csiEndpoint: unix:///var/lib/kubelet/plugins/nfs.csi.k8s.io/csi.sock\n"
-            "    attach: false\n",
-            0644);
+  WriteFile(
+      config,
+      "socket: /run/custom/bridge.sock\n"
+      "drivers:\n"
+      "  - flexDriver: example/nfs\n"
+      "    csiEndpoint: unix:///var/lib/kubelet/plugins/nfs.csi.k8s.io/csi.sock\n"
+      "    attach: false\n"
+      "    rule: {csiDriver: nfs.csi.k8s.io, volumeHandle: {template: \"${server}#${share}\"}}\n",
+      0644);
   std::ostringstream out, err;
   int rc = RunInstallDriverCommand({"--driver", "example/nfs", "--plugin-dir", plugin_dir_,
                                     "--config", config, "--flexexec", fake_flexexec_},
@@ -264,11 +266,14 @@ TEST_F(InstallDriverTest, CommandLineRefusesBadNameAndMissingDriverFlag) {
 
 TEST_F(InstallDriverTest, CommandLineWithConfigOnlyInstallsEveryConfiguredDriver) {
   const std::string config = root_ + "/bridge.yaml";
-  WriteFile(config,
-            "drivers:\n"
-            "  - {flexDriver: flexcsi/loopback, csiEndpoint: unix:///a.sock}\n"
-            "  - {flexDriver: example/nfs, csiEndpoint: unix:///b.sock, attach: false}\n",
-            0644);
+  WriteFile(
+      config,
+      "drivers:\n"
+      "  - {flexDriver: flexcsi/loopback, csiEndpoint: unix:///a.sock,\n"
+      "     rule: {csiDriver: loopback.csi.flexcsi.io, volumeHandle: {fromOption: volumeID}}}\n"
+      "  - {flexDriver: example/nfs, csiEndpoint: unix:///b.sock, attach: false,\n"
+      "     rule: {csiDriver: nfs.csi.k8s.io, volumeHandle: {fromOption: share}}}\n",
+      0644);
   std::ostringstream out, err;
   ASSERT_EQ(RunInstallDriverCommand(
                 {"--plugin-dir", plugin_dir_, "--config", config, "--flexexec", fake_flexexec_},

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/bridge_config_file.h"
+#include "bridge/bridge_config.h"
 #include "cli/cli_parse.h"
 #include "cli/text_table.h"
 #include "common/bridge_client.h"
@@ -108,7 +108,7 @@ int RunStateCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
 
   if (socket.empty()) {
-    auto config = LoadCliBridgeConfig(config_path);
+    auto config = BridgeConfig::LoadFile(config_path);
     socket = config.ok() ? config->socket : kDefaultBridgeSocket;
   }
   BridgeRequest request;

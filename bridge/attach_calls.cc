@@ -16,20 +16,6 @@ using ControllerCap = csi::v1::ControllerServiceCapability::RPC;
 
 bool Has(const ControllerCapabilities& caps, ControllerCap::Type t) { return caps.count(t) > 0; }
 
-// The options and CSI volume of a call whose first argument is the options JSON.
-struct ResolvedVolume {
-  FlexOptions options;
-  CsiVolume volume;
-};
-
-StatusOr<ResolvedVolume> Resolve(const FlexCall& call, const std::string& options_json) {
-  auto options = FlexOptions::Parse(options_json);
-  if (!options.ok()) return options.status();
-  auto volume = MapFlexVolume(call.driver, *options);
-  if (!volume.ok()) return volume.status();
-  return ResolvedVolume{std::move(*options), std::move(*volume)};
-}
-
 Status CheckNodeName(const std::string& node) {
   if (node.empty()) return InvalidArgument("the node name argument is empty");
   return Status::Ok();
@@ -46,7 +32,7 @@ csi::v1::ControllerUnpublishVolumeRequest UnpublishRequest(const std::string& vo
 StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
   const std::string& node_name = call.args[1];
   FLEXCSI_RETURN_IF_ERROR(CheckNodeName(node_name));
-  auto resolved = Resolve(call, call.args[0]);
+  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
   if (!resolved.ok()) return resolved.status();
   const CsiVolume& volume = resolved->volume;
   const std::string node_id = call.driver.NodeIdFor(node_name);
@@ -85,15 +71,15 @@ StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
   auto published = client.ControllerPublishVolume(
       req, call.deadline.LeavingForRollback(RollbackReserve(call.deadline)));
   if (!published.ok()) {
-    Status rollback =
-        client.ControllerUnpublishVolume(UnpublishRequest(volume.volume_handle, node_id), call.deadline);
+    Status rollback = client.ControllerUnpublishVolume(
+        UnpublishRequest(volume.volume_handle, node_id), call.deadline);
     if (rollback.ok()) {
       rollback = ctx.store.DeleteAttachment(record.flex_driver, record.volume_name, node_name);
     }
-    return Status(published.status().code(),
-                  published.status().message() +
-                      (rollback.ok() ? " (rolled back)"
-                                     : " (rollback pending: " + rollback.message() + ")"));
+    return Status(
+        published.status().code(),
+        published.status().message() +
+            (rollback.ok() ? " (rolled back)" : " (rollback pending: " + rollback.message() + ")"));
   }
   for (const auto& [k, v] : published->publish_context()) record.publish_context[k] = v;
   record.phase = Phase::kDone;
@@ -145,10 +131,10 @@ StatusOr<std::optional<bool>> AskDriverIfAttached(CsiClient& client,
 StatusOr<bool> IsAttached(BridgeContext& ctx, const FlexCall& call) {
   const std::string& node_name = call.args[1];
   FLEXCSI_RETURN_IF_ERROR(CheckNodeName(node_name));
-  auto resolved = Resolve(call, call.args[0]);
+  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
   if (!resolved.ok()) return resolved.status();
-  auto record = ctx.store.GetAttachment(call.driver.flex_driver, resolved->options.volume_name,
-                                        node_name);
+  auto record =
+      ctx.store.GetAttachment(call.driver.flex_driver, resolved->options.volume_name, node_name);
   if (!record.ok()) return record.status();
   CsiClient& client = ctx.ClientFor(call.driver);
   auto caps = client.ControllerGetCapabilities(call.deadline);
@@ -222,7 +208,7 @@ nlohmann::json HandleWaitForAttach(BridgeContext& ctx, const FlexCall& call) {
   // node.status.volumesAttached before calling).
   auto context = DecodePublishContextToken(device);
   if (!context.ok()) return ReplyFor(context.status());
-  auto resolved = Resolve(call, call.args[1]);
+  auto resolved = ResolveFlexVolume(call.driver, call.args[1]);
   if (!resolved.ok()) return ReplyFor(resolved.status());
   nlohmann::json reply = FlexSuccess();
   reply["device"] = device;

@@ -15,27 +15,27 @@ Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
   if (!staging_path.ok()) return staging_path.status();
   auto publish_context = DecodePublishContextToken(call.args[1]);
   if (!publish_context.ok()) return publish_context.status();
-  auto options = FlexOptions::Parse(call.args[2]);
-  if (!options.ok()) return options.status();
-  auto volume = MapFlexVolume(call.driver, *options);
-  if (!volume.ok()) return volume.status();
+  auto resolved = ResolveFlexVolume(call.driver, call.args[2]);
+  if (!resolved.ok()) return resolved.status();
+  const FlexOptions& options = resolved->options;
+  const CsiVolume& volume = resolved->volume;
 
-  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume.driver, volume.volume_handle));
   auto caps = ctx.ClientFor(call.driver).NodeGetCapabilities(call.deadline);
   if (!caps.ok()) return caps.status();
 
   StageSpec spec;
   spec.driver = &call.driver;
-  spec.volume_name = options->volume_name;
-  spec.volume = *volume;
+  spec.volume_name = options.volume_name;
+  spec.volume = volume;
   spec.staging_path = *staging_path;
   spec.owner = StagingOwner::kKubelet;
   spec.publish_context = *publish_context;
   // mountdevice carries no fsGroup, pod or secrets (flexvolume.md §2.8).
-  spec.capability = {call.driver.access_mode, volume->fs_type, call.driver.mount_flags,
+  spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
                      std::nullopt};
   Status staged = StageVolume(ctx, spec, *caps, call.deadline);
-  spdlog::info("mountdevice volume={} staging={} result={}", volume->volume_handle, *staging_path,
+  spdlog::info("mountdevice volume={} staging={} result={}", volume.volume_handle, *staging_path,
                staged.ok() ? "staged" : staged.ToString());
   return staged;
 }
@@ -56,8 +56,8 @@ Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
   if (!record.ok()) return record.status();
   if (!record->has_value()) return Status::Ok();
   Status unstaged = UnstageVolume(ctx, **record, call.deadline);
-  spdlog::info("unmountdevice volume={} staging={} result={}", (*record)->volume_id,
-               *staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
+  spdlog::info("unmountdevice volume={} staging={} result={}", (*record)->volume_id, *staging_path,
+               unstaged.ok() ? "unstaged" : unstaged.ToString());
   return unstaged;
 }
 

@@ -34,16 +34,15 @@ nlohmann::json SuccessWithSize(int64_t bytes) {
 }  // namespace
 
 nlohmann::json HandleExpandVolume(BridgeContext& ctx, const FlexCall& call) {
-  auto options = FlexOptions::Parse(call.args[0]);
-  if (!options.ok()) return ReplyFor(options.status());
   auto new_size = ParseSize(call.args[2], "new size");
   if (!new_size.ok()) return ReplyFor(new_size.status());
   auto old_size = ParseSize(call.args[3], "old size");
   if (!old_size.ok()) return ReplyFor(old_size.status());
-  auto volume = MapFlexVolume(call.driver, *options);
-  if (!volume.ok()) return ReplyFor(volume.status());
+  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
+  if (!resolved.ok()) return ReplyFor(resolved.status());
+  const CsiVolume& volume = resolved->volume;
 
-  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume.driver, volume.volume_handle));
   CsiClient& client = ctx.ClientFor(call.driver);
   auto caps = client.ControllerGetCapabilities(call.deadline);
   if (!caps.ok()) return ReplyFor(caps.status());
@@ -51,30 +50,30 @@ nlohmann::json HandleExpandVolume(BridgeContext& ctx, const FlexCall& call) {
     return FlexNotSupported();
   }
   csi::v1::ControllerExpandVolumeRequest req;
-  req.set_volume_id(volume->volume_handle);
+  req.set_volume_id(volume.volume_handle);
   req.mutable_capacity_range()->set_required_bytes(*new_size);
   *req.mutable_volume_capability() = MountCapability(
-      {call.driver.access_mode, volume->fs_type, call.driver.mount_flags, std::nullopt}, false);
+      {call.driver.access_mode, volume.fs_type, call.driver.mount_flags, std::nullopt}, false);
   auto resp = client.ControllerExpandVolume(req, call.deadline);
-  spdlog::info("expandvolume volume={} from={} to={} result={}", volume->volume_handle, *old_size,
+  spdlog::info("expandvolume volume={} from={} to={} result={}", volume.volume_handle, *old_size,
                *new_size, resp.ok() ? "expanded" : resp.status().ToString());
   if (!resp.ok()) return ReplyFor(resp.status());
   return SuccessWithSize(resp->capacity_bytes() > 0 ? resp->capacity_bytes() : *new_size);
 }
 
 nlohmann::json HandleExpandFs(BridgeContext& ctx, const FlexCall& call) {
-  auto options = FlexOptions::Parse(call.args[0]);
-  if (!options.ok()) return ReplyFor(options.status());
   auto path = CheckUnderKubeletRoot(call.args[2], ctx.config.kubelet_root);
   if (!path.ok()) return ReplyFor(path.status());
   auto new_size = ParseSize(call.args[3], "new size");
   if (!new_size.ok()) return ReplyFor(new_size.status());
   auto old_size = ParseSize(call.args[4], "old size");
   if (!old_size.ok()) return ReplyFor(old_size.status());
-  auto volume = MapFlexVolume(call.driver, *options);
-  if (!volume.ok()) return ReplyFor(volume.status());
+  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
+  if (!resolved.ok()) return ReplyFor(resolved.status());
+  const FlexOptions& options = resolved->options;
+  const CsiVolume& volume = resolved->volume;
 
-  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume.driver, volume.volume_handle));
   CsiClient& client = ctx.ClientFor(call.driver);
   auto caps = client.NodeGetCapabilities(call.deadline);
   if (!caps.ok()) return ReplyFor(caps.status());
@@ -82,20 +81,19 @@ nlohmann::json HandleExpandFs(BridgeContext& ctx, const FlexCall& call) {
   if (!caps->count(NodeCap::EXPAND_VOLUME)) return FlexNotSupported();
 
   csi::v1::NodeExpandVolumeRequest req;
-  req.set_volume_id(volume->volume_handle);
+  req.set_volume_id(volume.volume_handle);
   req.set_volume_path(*path);
-  auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, options->volume_name);
+  auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, options.volume_name);
   if (!staging.ok()) return ReplyFor(staging.status());
   if (staging->has_value() && (*staging)->StagedThroughCsi()) {
     req.set_staging_target_path((*staging)->staging_path);
   }
   req.mutable_capacity_range()->set_required_bytes(*new_size);
-  *req.mutable_volume_capability() =
-      MountCapability({call.driver.access_mode, volume->fs_type, call.driver.mount_flags,
-                       std::nullopt},
-                      caps->count(NodeCap::SINGLE_NODE_MULTI_WRITER) > 0);
+  *req.mutable_volume_capability() = MountCapability(
+      {call.driver.access_mode, volume.fs_type, call.driver.mount_flags, std::nullopt},
+      caps->count(NodeCap::SINGLE_NODE_MULTI_WRITER) > 0);
   auto resp = client.NodeExpandVolume(req, call.deadline);
-  spdlog::info("expandfs volume={} path={} from={} to={} result={}", volume->volume_handle, *path,
+  spdlog::info("expandfs volume={} path={} from={} to={} result={}", volume.volume_handle, *path,
                *old_size, *new_size, resp.ok() ? "expanded" : resp.status().ToString());
   if (!resp.ok()) return ReplyFor(resp.status());
   return SuccessWithSize(resp->capacity_bytes() > 0 ? resp->capacity_bytes() : *new_size);

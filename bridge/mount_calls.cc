@@ -46,8 +46,8 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOption
     }
     const StagingRecord& r = **staging;
     if (stage_rpc && r.phase != Phase::kDone) {
-      return FailedPrecondition("volume " + options.volume_name + " is " +
-                                PhaseName(r.phase) + " at " + r.staging_path);
+      return FailedPrecondition("volume " + options.volume_name + " is " + PhaseName(r.phase) +
+                                " at " + r.staging_path);
     }
     spec->staging_path = r.staging_path;
     const nlohmann::json context = r.request.value("publishContext", nlohmann::json::object());
@@ -93,34 +93,34 @@ void ReleaseUnusedBridgeStaging(BridgeContext& ctx, const std::string& staging_p
 Status Mount(BridgeContext& ctx, const FlexCall& call) {
   auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
   if (!target.ok()) return target.status();
-  auto options = FlexOptions::Parse(call.args[1]);
-  if (!options.ok()) return options.status();
-  auto volume = MapFlexVolume(call.driver, *options);
-  if (!volume.ok()) return volume.status();
+  auto resolved = ResolveFlexVolume(call.driver, call.args[1]);
+  if (!resolved.ok()) return resolved.status();
+  const FlexOptions& options = resolved->options;
+  const CsiVolume& volume = resolved->volume;
 
-  auto guard = ctx.locks.Lock(VolumeLockKey(volume->driver, volume->volume_handle));
+  auto guard = ctx.locks.Lock(VolumeLockKey(volume.driver, volume.volume_handle));
   auto caps = ctx.ClientFor(call.driver).NodeGetCapabilities(call.deadline);
   if (!caps.ok()) return caps.status();
 
   PublishSpec spec;
   spec.driver = &call.driver;
-  spec.volume_name = options->volume_name;
-  spec.volume = *volume;
+  spec.volume_name = options.volume_name;
+  spec.volume = volume;
   spec.target_path = *target;
-  spec.pod_uid = options->pod_uid;
-  spec.readonly = options->readonly;
-  spec.capability = {call.driver.access_mode, volume->fs_type, call.driver.mount_flags,
-                     options->fs_group};
-  spec.volume_context = VolumeContextFor(call.driver, *volume, *options);
-  spec.secrets = options->secrets;
+  spec.pod_uid = options.pod_uid;
+  spec.readonly = options.readonly;
+  spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
+                     options.fs_group};
+  spec.volume_context = VolumeContextFor(call.driver, volume, options);
+  spec.secrets = options.secrets;
 
   bool self_staged = false;
-  FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, *options, *caps, &spec, &self_staged));
+  FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, options, *caps, &spec, &self_staged));
   Status published = PublishVolume(ctx, spec, *caps, call.deadline);
   if (!published.ok() && self_staged) {
     ReleaseUnusedBridgeStaging(ctx, spec.staging_path, call.deadline);
   }
-  spdlog::info("mount volume={} target={} readonly={} staging={} result={}", volume->volume_handle,
+  spdlog::info("mount volume={} target={} readonly={} staging={} result={}", volume.volume_handle,
                *target, spec.readonly, spec.staging_path.empty() ? "-" : spec.staging_path,
                published.ok() ? "published" : published.ToString());
   return published;
@@ -134,7 +134,8 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
   if (!found->has_value()) {
     // kubelet calls unmount whenever the pod dir exists, mounted or not (flexvolume.md §2.11).
     if (IsMountPoint(*target)) {
-      return FailedPrecondition(*target + " is mounted but flexcsi-bridge has no record of "
+      return FailedPrecondition(*target +
+                                " is mounted but flexcsi-bridge has no record of "
                                 "publishing it; refusing to unmount what it did not mount");
     }
     return Status::Ok();
@@ -163,8 +164,8 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
   // unmountdevice for a device mount path that is not a mount point.
   if (s.owner == StagingOwner::kBridge || !s.StagedThroughCsi()) {
     Status unstaged = UnstageVolume(ctx, s, call.deadline);
-    spdlog::info("unmount: last publication of volume={} gone, unstage {} result={}",
-                 s.volume_id, s.staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
+    spdlog::info("unmount: last publication of volume={} gone, unstage {} result={}", s.volume_id,
+                 s.staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
     return unstaged;
   }
   return Status::Ok();

@@ -15,4 +15,14 @@ using CsiVolume = translator::CsiVolume;
 // INVALID_ARGUMENT naming the missing option when the rule cannot build a handle.
 StatusOr<CsiVolume> MapFlexVolume(const DriverConfig& driver, const FlexOptions& options);
 
+// A FlexVolume call's options, parsed, and the CSI volume they name.
+struct ResolvedVolume {
+  FlexOptions options;
+  CsiVolume volume;
+};
+
+// FlexOptions::Parse then MapFlexVolume: what every call that carries options starts with.
+StatusOr<ResolvedVolume> ResolveFlexVolume(const DriverConfig& driver,
+                                           const std::string& options_json);
+
 }  // namespace flexcsi

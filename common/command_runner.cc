@@ -1,6 +1,9 @@
 #include "common/command_runner.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <boost/filesystem.hpp>
@@ -8,6 +11,7 @@
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
+#include <shared_mutex>
 #include <system_error>
 #include <thread>
 
@@ -37,12 +41,30 @@ std::string ReadAll(bp::ipstream& stream) {
   return std::string(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
 }
 
+// A pipe for a child's output that no other child inherits past its exec (the child gets its
+// end as a dup2 copy, which is not close-on-exec). Otherwise a concurrently started child of
+// another thread would hold our write end, and reading to EOF would wait for that child too.
+StatusOr<bp::pipe> CloseOnExecPipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe2: ") + strerror(errno));
+  return bp::pipe(fds[0], fds[1]);
+}
+
+// Children start under a shared lock; a ChildSpawnBarrier holds it exclusively.
+std::shared_mutex& ChildSpawnMutex() {
+  static std::shared_mutex mu;
+  return mu;
+}
+
 std::string Trimmed(const std::string& s) {
   size_t end = s.find_last_not_of(" \t\r\n");
   return end == std::string::npos ? std::string() : s.substr(0, end + 1);
 }
 
 }  // namespace
+
+ChildSpawnBarrier::ChildSpawnBarrier() { ChildSpawnMutex().lock(); }
+ChildSpawnBarrier::~ChildSpawnBarrier() { ChildSpawnMutex().unlock(); }
 
 std::string CommandLineForDisplay(const std::vector<std::string>& argv) {
   std::string line;
@@ -60,16 +82,23 @@ StatusOr<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv,
   if (exe.empty()) return NotFound("command not found: " + argv[0]);
   std::vector<std::string> args(argv.begin() + 1, argv.end());
 
-  bp::ipstream out_stream;
-  bp::ipstream err_stream;
+  StatusOr<bp::pipe> out_pipe = CloseOnExecPipe();
+  if (!out_pipe.ok()) return out_pipe.status();
+  StatusOr<bp::pipe> err_pipe = CloseOnExecPipe();
+  if (!err_pipe.ok()) return err_pipe.status();
+  bp::ipstream out_stream(std::move(*out_pipe));
+  bp::ipstream err_stream(std::move(*err_pipe));
   std::error_code start_error;
   // Tools print localized text; we parse some of it (dumpe2fs, losetup) and put all of it into
   // error messages, so every child runs in the C locale.
   bp::environment env = boost::this_process::environment();
   env["LC_ALL"] = "C";
   // Parenthesised redirections keep clang-format from reading them as template brackets.
+  // Starting under the shared lock keeps every ChildSpawnBarrier's descriptors out of the child.
+  std::shared_lock<std::shared_mutex> spawning(ChildSpawnMutex());
   bp::child child(exe, bp::args(args), env, (bp::std_in < bp::null), (bp::std_out > out_stream),
                   (bp::std_err > err_stream), start_error);
+  spawning.unlock();
   if (start_error) {
     return Internal("cannot start " + CommandLineForDisplay(argv) + ": " + start_error.message());
   }

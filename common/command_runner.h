@@ -35,6 +35,21 @@ StatusOr<CommandOutput> RunCommandCapture(
 StatusOr<std::string> RunCommand(const std::vector<std::string>& argv,
                                  std::chrono::milliseconds timeout = kDefaultCommandTimeout);
 
+// While alive, RunCommand/RunCommandCapture start no child process. A child inherits every
+// descriptor of this process open at the moment of fork, including one another thread opened an
+// instant earlier without O_CLOEXEC and is about to close; the child keeps it until it exits.
+// libmount opens mount points that way (O_PATH, no O_CLOEXEC) around mount(2) and umount2(2),
+// and a child holding one keeps the mount busy: umount fails with EBUSY. Hold a
+// ChildSpawnBarrier around such calls. Only the start of a child (fork to exec) is excluded, not
+// its run, so a long mkfs does not delay a mount.
+class ChildSpawnBarrier {
+ public:
+  ChildSpawnBarrier();
+  ~ChildSpawnBarrier();
+  ChildSpawnBarrier(const ChildSpawnBarrier&) = delete;
+  ChildSpawnBarrier& operator=(const ChildSpawnBarrier&) = delete;
+};
+
 // "losetup -f --show /x": argv joined for messages and logs (not for execution).
 std::string CommandLineForDisplay(const std::vector<std::string>& argv);
 

@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include "common/command_runner.h"
+
 namespace flexcsi {
 
 namespace {
@@ -118,7 +120,13 @@ Status Mount(const std::string& source, const std::string& target, const std::st
       (!options.empty() && mnt_context_set_options(context.get(), options.c_str()) != 0)) {
     return InvalidArgument("libmount rejected mount arguments for " + target);
   }
-  int rc = mnt_context_mount(context.get());
+  int rc;
+  {
+    // libmount holds descriptors of the target without O_CLOEXEC meanwhile; see
+    // ChildSpawnBarrier.
+    ChildSpawnBarrier barrier;
+    rc = mnt_context_mount(context.get());
+  }
   return ResultOf(context.get(), rc, "mount " + source + " on " + target);
 }
 
@@ -132,7 +140,13 @@ Status Unmount(const std::string& target) {
   if (mnt_context_set_target(context.get(), target.c_str()) != 0) {
     return InvalidArgument("libmount rejected unmount target " + target);
   }
-  int rc = mnt_context_umount(context.get());
+  int rc;
+  {
+    // libmount opens the target O_PATH without O_CLOEXEC right before umount2(2); a child
+    // forked meanwhile would keep the mount busy. See ChildSpawnBarrier.
+    ChildSpawnBarrier barrier;
+    rc = mnt_context_umount(context.get());
+  }
   return ResultOf(context.get(), rc, "unmount " + target);
 }
 

@@ -11,16 +11,21 @@
 namespace flexcsi {
 namespace loopback {
 
-// Loop devices currently attached to `backing_file` ("/dev/loop3", ...); empty when none.
+// Loop devices currently bound to `backing_file` ("/dev/loop3", ...), including one detached
+// but still being released; empty when none. Read from sysfs, so it never opens a device.
 StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file);
 
 // The loop device for `backing_file`: an existing one when attached already, else a new one.
+// Never one being released (it is waited for instead), and a new one is checked to be bound to
+// `backing_file` before it is returned.
 // A read-only device is a separate loop device of the same file: binding a writable device node
 // read-only does not stop writes through it (device nodes ignore the mount's ro flag), a
 // read-only loop device does.
 StatusOr<std::string> AttachLoopDevice(const std::string& backing_file, bool readonly = false);
 
-// Detaches every loop device attached to `backing_file`. OK when there is none.
+// Detaches every loop device attached to `backing_file` and waits until the kernel has unbound
+// them: a device some other process holds open is only released at its last close (UNAVAILABLE
+// when that takes longer than a few seconds). OK when there is none.
 Status DetachLoopDevices(const std::string& backing_file);
 
 // Makes `device` pick up the new size of its grown backing file (losetup -c).

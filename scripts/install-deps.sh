@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ninja-build
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev
+  nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev libssl-dev
   libsqlite3-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   e2fsprogs xfsprogs util-linux mount jq
   clang libclang-rt-14-dev

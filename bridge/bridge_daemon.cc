@@ -45,25 +45,26 @@ Status BridgeDaemon::Start() {
   auto store = StateStore::Open(config_.state_database);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  clients_ = std::make_unique<CsiClients>(
-      &metrics_, std::chrono::seconds(config_.unavailable_retry_seconds));
-  ctx_ = std::make_unique<BridgeContext>(
-      BridgeContext{config_, *store_, locks_, metrics_, *clients_});
+  clients_ = std::make_unique<CsiClients>(&metrics_,
+                                          std::chrono::seconds(config_.unavailable_retry_seconds));
+  ctx_ =
+      std::make_unique<BridgeContext>(BridgeContext{config_, *store_, locks_, metrics_, *clients_});
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
 
   LogDriverIdentities(config_, *clients_);
   startup_report_ = ReconcileWithMountTable(*ctx_, ReconcileScope::kAllRecords);
   for (const auto& line : startup_report_.details) spdlog::warn("reconcile: {}", line);
   auto counts = store_->CountRecords();
-  spdlog::info("start-up reconciliation: {} repaired ({} promoted, {} rolled back), {} failed; "
-               "records now: {} attachments, {} stagings, {} publications",
-               startup_report_.repaired(), startup_report_.promoted, startup_report_.rolled_back,
-               startup_report_.failed, counts.ok() ? counts->attachments : -1,
-               counts.ok() ? counts->stagings : -1, counts.ok() ? counts->publications : -1);
+  spdlog::info(
+      "start-up reconciliation: {} repaired ({} promoted, {} rolled back), {} failed; "
+      "records now: {} attachments, {} stagings, {} publications",
+      startup_report_.repaired(), startup_report_.promoted, startup_report_.rolled_back,
+      startup_report_.failed, counts.ok() ? counts->attachments : -1,
+      counts.ok() ? counts->stagings : -1, counts.ok() ? counts->publications : -1);
 
   if (!config_.metrics_address.empty()) {
-    metrics_server_ = std::make_unique<MetricsHttpServer>(
-        metrics_, [this] { return dispatcher_->Health().value("ready", false); });
+    metrics_server_ =
+        std::make_unique<MetricsHttpServer>(metrics_, [this] { return dispatcher_->Ready(); });
     FLEXCSI_RETURN_IF_ERROR(metrics_server_->Start(config_.metrics_address));
     // The bound port, which differs from the configured one when that asks for port 0.
     const std::string host = config_.metrics_address.substr(0, config_.metrics_address.rfind(':'));

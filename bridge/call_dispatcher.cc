@@ -13,8 +13,8 @@ namespace {
 using Handler = nlohmann::json (*)(BridgeContext&, const FlexCall&);
 
 struct CallSpec {
-  size_t argc;         // argv entries after the call name
-  const char* usage;   // for the error message
+  size_t argc;        // argv entries after the call name
+  const char* usage;  // for the error message
   Handler handler;
 };
 
@@ -33,8 +33,7 @@ const std::map<std::string, CallSpec>& CallTable() {
        {4, "expandvolume <json options> <device mount path> <new size> <old size>",
         HandleExpandVolume}},
       {"expandfs",
-       {5, "expandfs <json options> <device path> <path> <new size> <old size>",
-        HandleExpandFs}},
+       {5, "expandfs <json options> <device path> <path> <new size> <old size>", HandleExpandFs}},
   };
   return *table;
 }
@@ -87,8 +86,8 @@ nlohmann::json CallDispatcher::DispatchFlexCall(const BridgeRequest& request) {
     return FlexFailure("wrong number of arguments for " + request.call + ": expected " +
                        spec->second.usage + ", got " + std::to_string(request.args.size()));
   }
-  const auto budget = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
-                                             : kDefaultBudget;
+  const auto budget =
+      request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms) : kDefaultBudget;
   FlexCall call{*driver, request.call, request.args, Deadline::In(budget)};
   return spec->second.handler(ctx_, call);
 }
@@ -99,9 +98,8 @@ nlohmann::json CallDispatcher::Health() {
   for (const auto& d : ctx_.config.drivers) {
     const Deadline deadline = Deadline::In(std::chrono::seconds(5));
     CsiClient& client = ctx_.ClientFor(d);
-    nlohmann::json entry = {{"flexDriver", d.flex_driver},
-                            {"csiDriver", d.CsiDriver()},
-                            {"endpoint", d.csi_endpoint}};
+    nlohmann::json entry = {
+        {"flexDriver", d.flex_driver}, {"csiDriver", d.CsiDriver()}, {"endpoint", d.csi_endpoint}};
     Status probe = client.Probe(deadline);
     entry["ready"] = probe.ok();
     entry["message"] = probe.ok() ? "ready" : probe.ToString();
@@ -123,21 +121,19 @@ nlohmann::json CallDispatcher::Health() {
     reply["records"] = {{"attachments", counts->attachments},
                         {"stagings", counts->stagings},
                         {"publications", counts->publications}};
+    reply["pendingRollbacks"] = counts->unsettled;
   } else {
     reply["records"] = {{"error", counts.status().ToString()}};
   }
-  int64_t unsettled = 0;
-  if (auto a = ctx_.store.ListAttachments(); a.ok()) {
-    for (const auto& r : *a) unsettled += r.phase != Phase::kDone;
-  }
-  if (auto s = ctx_.store.ListStagings(); s.ok()) {
-    for (const auto& r : *s) unsettled += r.phase != Phase::kDone;
-  }
-  if (auto p = ctx_.store.ListPublications(); p.ok()) {
-    for (const auto& r : *p) unsettled += r.phase != Phase::kDone;
-  }
-  reply["pendingRollbacks"] = unsettled;
+
   return reply;
+}
+
+bool CallDispatcher::Ready() {
+  for (const auto& d : ctx_.config.drivers) {
+    if (!ctx_.ClientFor(d).Probe(Deadline::In(std::chrono::seconds(5))).ok()) return false;
+  }
+  return true;
 }
 
 nlohmann::json CallDispatcher::State() {

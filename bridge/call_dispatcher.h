@@ -20,6 +20,9 @@ class CallDispatcher {
   // The bridge.health answer: each driver's Probe and capabilities, record counts, and how many
   // records wait for the reconciler. "ready" is true when every driver probed ready.
   nlohmann::json Health();
+  // What /healthz reports: every configured driver answers Probe as ready. Only the Probes, so
+  // that a readiness check every few seconds costs no capability RPCs and no table reads.
+  bool Ready();
   // The bridge.state answer: every record.
   nlohmann::json State();
 

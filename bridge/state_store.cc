@@ -20,9 +20,12 @@ constexpr PhaseWords kPublicationWords{"publishing", "published", "unpublishing"
 
 const char* PhaseWord(const PhaseWords& words, Phase phase) {
   switch (phase) {
-    case Phase::kInProgress: return words.in_progress;
-    case Phase::kDone: return words.done;
-    case Phase::kRemoving: return words.removing;
+    case Phase::kInProgress:
+      return words.in_progress;
+    case Phase::kDone:
+      return words.done;
+    case Phase::kRemoving:
+      return words.removing;
   }
   return words.in_progress;
 }
@@ -66,9 +69,7 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  Status prepared() const {
-    return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "prepare");
-  }
+  Status prepared() const { return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "prepare"); }
   Statement& Bind(const std::string& v) {
     sqlite3_bind_text(stmt_, ++index_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
@@ -191,18 +192,21 @@ std::string Select(const char* columns, const char* table, const char* where) {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kInProgress: return "in-progress";
-    case Phase::kDone: return "done";
-    case Phase::kRemoving: return "removing";
+    case Phase::kInProgress:
+      return "in-progress";
+    case Phase::kDone:
+      return "done";
+    case Phase::kRemoving:
+      return "removing";
   }
   return "in-progress";
 }
 
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -249,10 +253,10 @@ Status StateStore::Migrate() {
 }
 
 void StateStore::SetDurability(Phase phase_written) {
-  sqlite3_exec(db_,
-               phase_written == Phase::kInProgress ? "PRAGMA synchronous=FULL"
-                                                   : "PRAGMA synchronous=NORMAL",
-               nullptr, nullptr, nullptr);
+  sqlite3_exec(
+      db_,
+      phase_written == Phase::kInProgress ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+      nullptr, nullptr, nullptr);
 }
 
 Status StateStore::PutAttachment(const AttachmentRecord& r) {
@@ -265,8 +269,9 @@ Status StateStore::PutAttachment(const AttachmentRecord& r) {
   return s.RunToCompletion("write attachment");
 }
 
-StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(
-    const std::string& flex_driver, const std::string& volume_name, const std::string& node_name) {
+StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(const std::string& flex_driver,
+                                                                    const std::string& volume_name,
+                                                                    const std::string& node_name) {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, Select(kAttachmentColumns, "attachments",
                           "flex_driver=? AND volume_name=? AND node_name=?")
@@ -275,13 +280,11 @@ StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(
   return FirstRow<AttachmentRecord>(db_, s, ReadAttachment);
 }
 
-Status StateStore::DeleteAttachment(const std::string& flex_driver,
-                                    const std::string& volume_name,
+Status StateStore::DeleteAttachment(const std::string& flex_driver, const std::string& volume_name,
                                     const std::string& node_name) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(Phase::kDone);
-  Statement s(db_,
-              "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
+  Statement s(db_, "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
   s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
   return s.RunToCompletion("delete attachment");
 }
@@ -312,8 +315,7 @@ StatusOr<std::optional<StagingRecord>> StateStore::GetStaging(const std::string&
 StatusOr<std::optional<StagingRecord>> StateStore::FindStagingOfVolume(
     const std::string& flex_driver, const std::string& volume_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
-              Select(kStagingColumns, "stagings", "flex_driver=? AND volume_name=?").c_str());
+  Statement s(db_, Select(kStagingColumns, "stagings", "flex_driver=? AND volume_name=?").c_str());
   s.Bind(flex_driver).Bind(volume_name);
   return FirstRow<StagingRecord>(db_, s, ReadStaging);
 }
@@ -375,26 +377,36 @@ StatusOr<int64_t> StateStore::CountPublicationsOfStaging(const std::string& stag
 
 StatusOr<RecordCounts> StateStore::CountRecords() {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
-              "SELECT (SELECT COUNT(*) FROM attachments), (SELECT COUNT(*) FROM stagings), "
-              "(SELECT COUNT(*) FROM publications)");
+  const std::string unsettled =
+      std::string("(SELECT COUNT(*) FROM attachments WHERE state != '") + kAttachmentWords.done +
+      "') + (SELECT COUNT(*) FROM stagings WHERE state != '" + kStagingWords.done +
+      "') + (SELECT COUNT(*) FROM publications WHERE state != '" + kPublicationWords.done + "')";
+  Statement s(db_, ("SELECT (SELECT COUNT(*) FROM attachments), (SELECT COUNT(*) FROM stagings), "
+                    "(SELECT COUNT(*) FROM publications), " +
+                    unsettled)
+                       .c_str());
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   if (s.Step() != SQLITE_ROW) return SqliteError(db_, "count records");
-  return RecordCounts{s.Int(0), s.Int(1), s.Int(2)};
+  return RecordCounts{s.Int(0), s.Int(1), s.Int(2), s.Int(3)};
 }
 
 nlohmann::json StateStore::ToJson(const AttachmentRecord& r) {
-  return {{"flexDriver", r.flex_driver}, {"volumeName", r.volume_name},
-          {"nodeName", r.node_name},     {"csiDriver", r.csi_driver},
-          {"volumeId", r.volume_id},     {"nodeId", r.node_id},
+  return {{"flexDriver", r.flex_driver},
+          {"volumeName", r.volume_name},
+          {"nodeName", r.node_name},
+          {"csiDriver", r.csi_driver},
+          {"volumeId", r.volume_id},
+          {"nodeId", r.node_id},
           {"publishContext", r.publish_context},
           {"state", PhaseWord(kAttachmentWords, r.phase)},
           {"updatedAt", r.updated_at}};
 }
 
 nlohmann::json StateStore::ToJson(const StagingRecord& r) {
-  return {{"stagingPath", r.staging_path}, {"flexDriver", r.flex_driver},
-          {"volumeName", r.volume_name},   {"csiDriver", r.csi_driver},
+  return {{"stagingPath", r.staging_path},
+          {"flexDriver", r.flex_driver},
+          {"volumeName", r.volume_name},
+          {"csiDriver", r.csi_driver},
           {"volumeId", r.volume_id},
           {"owner", r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"},
           {"stagedThroughCsi", r.StagedThroughCsi()},
@@ -403,10 +415,14 @@ nlohmann::json StateStore::ToJson(const StagingRecord& r) {
 }
 
 nlohmann::json StateStore::ToJson(const PublicationRecord& r) {
-  return {{"targetPath", r.target_path}, {"stagingPath", r.staging_path},
-          {"flexDriver", r.flex_driver}, {"volumeName", r.volume_name},
-          {"csiDriver", r.csi_driver},   {"volumeId", r.volume_id},
-          {"podUid", r.pod_uid},         {"readonly", r.readonly},
+  return {{"targetPath", r.target_path},
+          {"stagingPath", r.staging_path},
+          {"flexDriver", r.flex_driver},
+          {"volumeName", r.volume_name},
+          {"csiDriver", r.csi_driver},
+          {"volumeId", r.volume_id},
+          {"podUid", r.pod_uid},
+          {"readonly", r.readonly},
           {"state", PhaseWord(kPublicationWords, r.phase)},
           {"updatedAt", r.updated_at}};
 }

@@ -87,6 +87,7 @@ struct RecordCounts {
   int64_t attachments = 0;
   int64_t stagings = 0;
   int64_t publications = 0;
+  int64_t unsettled = 0;  // records of any kind in an in-progress or removing phase
 };
 
 class StateStore {

@@ -104,6 +104,26 @@ TEST_F(StateStoreTest, CountsPublicationsPerStagingAsTheReferenceCount) {
   EXPECT_FALSE(missing->has_value());
 }
 
+TEST_F(StateStoreTest, CountsRecordsLeftInProgressOrRemovingAsUnsettled) {
+  auto store = OpenStore();
+  auto done = Publication("/k/pods/a/v", "");
+  auto publishing = Publication("/k/pods/b/v", "");
+  publishing.phase = Phase::kInProgress;
+  ASSERT_TRUE(store->PutPublication(done).ok());
+  ASSERT_TRUE(store->PutPublication(publishing).ok());
+  AttachmentRecord detaching;
+  detaching.flex_driver = "acme/disk";
+  detaching.volume_name = "pv-1";
+  detaching.node_name = "node-1";
+  detaching.phase = Phase::kRemoving;
+  ASSERT_TRUE(store->PutAttachment(detaching).ok());
+  auto counts = store->CountRecords();
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  EXPECT_EQ(counts->publications, 2);
+  EXPECT_EQ(counts->attachments, 1);
+  EXPECT_EQ(counts->unsettled, 2);
+}
+
 TEST_F(StateStoreTest, PutReplacesTheRecordWithTheSameKey) {
   auto store = OpenStore();
   auto p = Publication("/k/pods/a/v", "");

@@ -8,6 +8,7 @@
 #include "bridge/flex_options.h"
 #include "bridge/publish_context_token.h"
 #include "bridge/volume_mapping.h"
+#include "bridge/volume_operations.h"
 
 namespace flexcsi {
 namespace {
@@ -19,14 +20,6 @@ bool Has(const ControllerCapabilities& caps, ControllerCap::Type t) { return cap
 Status CheckNodeName(const std::string& node) {
   if (node.empty()) return InvalidArgument("the node name argument is empty");
   return Status::Ok();
-}
-
-csi::v1::ControllerUnpublishVolumeRequest UnpublishRequest(const std::string& volume_id,
-                                                           const std::string& node_id) {
-  csi::v1::ControllerUnpublishVolumeRequest req;
-  req.set_volume_id(volume_id);
-  req.set_node_id(node_id);
-  return req;
 }
 
 StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
@@ -71,11 +64,7 @@ StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
   auto published = client.ControllerPublishVolume(
       req, call.deadline.LeavingForRollback(RollbackReserve(call.deadline)));
   if (!published.ok()) {
-    Status rollback = client.ControllerUnpublishVolume(
-        UnpublishRequest(volume.volume_handle, node_id), call.deadline);
-    if (rollback.ok()) {
-      rollback = ctx.store.DeleteAttachment(record.flex_driver, record.volume_name, node_name);
-    }
+    Status rollback = DetachVolume(ctx, record, call.deadline);
     return Status(
         published.status().code(),
         published.status().message() +
@@ -161,18 +150,12 @@ Status Detach(BridgeContext& ctx, const FlexCall& call) {
                  node_name);
     return Status::Ok();
   }
-  AttachmentRecord record = **found;
-  auto guard = ctx.locks.Lock(VolumeLockKey(record.csi_driver, record.volume_id));
-  CsiClient& client = ctx.ClientFor(call.driver);
-  auto caps = client.ControllerGetCapabilities(call.deadline);
-  if (!caps.ok()) return caps.status();
-  record.phase = Phase::kRemoving;
-  FLEXCSI_RETURN_IF_ERROR(ctx.store.PutAttachment(record));
-  if (Has(*caps, ControllerCap::PUBLISH_UNPUBLISH_VOLUME)) {
-    FLEXCSI_RETURN_IF_ERROR(client.ControllerUnpublishVolume(
-        UnpublishRequest(record.volume_id, record.node_id), call.deadline));
-  }
-  return ctx.store.DeleteAttachment(record.flex_driver, volume_name, node_name);
+  auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
+  // Re-read under the lock: a concurrent detach may have finished meanwhile.
+  auto record = ctx.store.GetAttachment(call.driver.flex_driver, volume_name, node_name);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return Status::Ok();
+  return DetachVolume(ctx, **record, call.deadline);
 }
 
 }  // namespace

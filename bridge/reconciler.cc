@@ -110,20 +110,8 @@ void ReconcileAttachment(BridgeContext& ctx, const AttachmentRecord& stale,
   auto current = ctx.store.GetAttachment(stale.flex_driver, stale.volume_name, stale.node_name);
   if (!current.ok() || !current->has_value() || (*current)->phase == Phase::kDone) return;
   const AttachmentRecord& r = **current;
-  const DriverConfig* driver = ctx.config.FindDriver(r.flex_driver);
-  if (driver == nullptr) return;
-  const Deadline deadline = Deadline::In(kRepairBudget);
-  CsiClient& client = ctx.ClientFor(*driver);
-  auto caps = client.ControllerGetCapabilities(deadline);
-  Status undone = caps.status();
-  if (undone.ok() &&
-      caps->count(csi::v1::ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME)) {
-    csi::v1::ControllerUnpublishVolumeRequest req;
-    req.set_volume_id(r.volume_id);
-    req.set_node_id(r.node_id);
-    undone = client.ControllerUnpublishVolume(req, deadline);
-  }
-  if (undone.ok()) undone = ctx.store.DeleteAttachment(r.flex_driver, r.volume_name, r.node_name);
+  if (ctx.config.FindDriver(r.flex_driver) == nullptr) return;
+  Status undone = DetachVolume(ctx, r, Deadline::In(kRepairBudget));
   if (undone.ok()) {
     Note(report, &report->rolled_back,
          "rolled back unfinished attachment of " + r.volume_id + " to " + r.node_name);

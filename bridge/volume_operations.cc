@@ -29,9 +29,9 @@ Status MakeDirectories(const std::string& path) {
 }
 
 std::string RollbackNote(const Status& rollback) {
-  return rollback.ok() ? " (rolled back)"
-                       : " (rollback failed and will be retried by the bridge: " +
-                             rollback.message() + ")";
+  return rollback.ok()
+             ? " (rolled back)"
+             : " (rollback failed and will be retried by the bridge: " + rollback.message() + ")";
 }
 
 csi::v1::NodeUnstageVolumeRequest UnstageRequest(const std::string& volume_id,
@@ -75,8 +75,8 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
       return FailedPrecondition("staging path " + spec.staging_path + " already holds volume " +
                                 r.volume_id + " of " + r.csi_driver);
     }
-    const bool settled = r.phase == Phase::kDone &&
-                         (!r.StagedThroughCsi() || IsMountPoint(spec.staging_path));
+    const bool settled =
+        r.phase == Phase::kDone && (!r.StagedThroughCsi() || IsMountPoint(spec.staging_path));
     // A repeated mountdevice for a volume staged without CSI carries the same context; a
     // re-stage after a reboot (record done, nothing mounted) falls through to NodeStage.
     if (settled && r.StagedThroughCsi() == stage_rpc) return Status::Ok();
@@ -124,8 +124,8 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
 
   spdlog::warn("NodeStageVolume failed, rolling back: volume={} staging={} error=\"{}\"",
                spec.volume.volume_handle, spec.staging_path, staged.message());
-  Status rollback =
-      client.NodeUnstageVolume(UnstageRequest(spec.volume.volume_handle, spec.staging_path), deadline);
+  Status rollback = client.NodeUnstageVolume(
+      UnstageRequest(spec.volume.volume_handle, spec.staging_path), deadline);
   if (rollback.ok()) {
     Status deleted = ctx.store.DeleteStaging(spec.staging_path);
     if (deleted.ok() && spec.owner == StagingOwner::kBridge) {
@@ -236,6 +236,28 @@ Status UnpublishVolume(BridgeContext& ctx, const PublicationRecord& record,
   FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnpublishVolume(
       UnpublishRequest(record.volume_id, record.target_path), deadline));
   return ctx.store.DeletePublication(record.target_path);
+}
+
+Status DetachVolume(BridgeContext& ctx, const AttachmentRecord& record, const Deadline& deadline) {
+  AttachmentRecord removing = record;
+  removing.phase = Phase::kRemoving;
+  FLEXCSI_RETURN_IF_ERROR(ctx.store.PutAttachment(removing));
+  const DriverConfig* driver = ctx.config.FindDriver(record.flex_driver);
+  if (driver == nullptr) {
+    return FailedPrecondition("driver " + record.flex_driver +
+                              " is no longer in the bridge configuration; cannot detach " +
+                              record.volume_id);
+  }
+  CsiClient& client = ctx.ClientFor(*driver);
+  auto caps = client.ControllerGetCapabilities(deadline);
+  if (!caps.ok()) return caps.status();
+  if (caps->count(csi::v1::ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME)) {
+    csi::v1::ControllerUnpublishVolumeRequest req;
+    req.set_volume_id(record.volume_id);
+    req.set_node_id(record.node_id);
+    FLEXCSI_RETURN_IF_ERROR(client.ControllerUnpublishVolume(req, deadline));
+  }
+  return ctx.store.DeleteAttachment(record.flex_driver, record.volume_name, record.node_name);
 }
 
 }  // namespace flexcsi

@@ -50,7 +50,8 @@ struct PublishSpec {
   std::string volume_name;
   CsiVolume volume;
   std::string target_path;
-  std::string staging_path;  // the staging it uses (sent to CSI only with STAGE_UNSTAGE); may be empty
+  std::string
+      staging_path;  // the staging it uses (sent to CSI only with STAGE_UNSTAGE); may be empty
   std::string pod_uid;
   bool readonly = false;
   PublishContext publish_context;
@@ -64,6 +65,11 @@ Status PublishVolume(BridgeContext& ctx, const PublishSpec& spec, const NodeCapa
 
 Status UnpublishVolume(BridgeContext& ctx, const PublicationRecord& record,
                        const Deadline& deadline);
+
+// The controller side's negation: record removing -> ControllerUnpublishVolume (when the driver
+// has PUBLISH_UNPUBLISH_VOLUME; otherwise attach made no RPC either) -> record deleted. Used by
+// detach, by attach's rollback and by the reconciler.
+Status DetachVolume(BridgeContext& ctx, const AttachmentRecord& record, const Deadline& deadline);
 
 // Removes `path` and, for bridge-owned staging paths, its now-empty parent (the sha256 dir).
 // Best effort: kubelet removes its own directories too.

@@ -2,6 +2,7 @@
 # README command (2): install what is missing, build, run the whole test suite.
 # Tests that mount run in private mount namespaces of their own and clean up after themselves.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/as-root.sh" "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export BUILD_DIR=${BUILD_DIR:-$repo/build}

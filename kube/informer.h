@@ -1,0 +1,46 @@
+// Informer: list, then watch from the list's resourceVersion, re-list on 410 or a dropped stream;
+// keeps a cache by namespace/name and calls handlers. The controller's only way of watching.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/kube_client.h"
+
+namespace flexcsi::kube {
+
+class Informer {
+ public:
+  using Handler = std::function<void(const std::string& type, const nlohmann::json& object)>;
+
+  Informer(KubeClient* client, ResourcePath collection, ListOptions options = {});
+
+  // Called for ADDED (also for every object of a (re-)list), MODIFIED and DELETED.
+  void OnEvent(Handler handler);
+
+  // Blocks until stop is set: list, watch, re-list. Errors are retried with backoff.
+  void Run(const std::atomic<bool>& stop);
+
+  // Snapshot of the cache; key "namespace/name" (or "name" when cluster-scoped).
+  std::vector<nlohmann::json> List() const;
+  std::optional<nlohmann::json> Get(const std::string& key) const;
+  bool HasSynced() const;
+
+ private:
+  KubeClient* client_;
+  ResourcePath collection_;
+  ListOptions options_;
+  std::vector<Handler> handlers_;
+  mutable std::mutex mutex_;
+  std::map<std::string, nlohmann::json> cache_;
+  std::atomic<bool> synced_{false};
+};
+
+}  // namespace flexcsi::kube

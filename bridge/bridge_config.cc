@@ -91,6 +91,8 @@ StatusOr<DriverConfig> ParseDriver(const nlohmann::json& j, size_t index) {
   auto mapping = translator::ParseFlexVolumeRules(nlohmann::json::array({rule_json}));
   if (!mapping.ok()) return mapping.status().WithContext(where + "rule");
   d.mapping = std::move(*mapping);
+  FLEXCSI_RETURN_IF_ERROR(ReadString(j, "provisioner", &d.provisioner, where));
+  if (d.provisioner.empty()) d.provisioner = d.CsiDriver();
   return d;
 }
 

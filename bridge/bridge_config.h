@@ -27,6 +27,9 @@ struct DriverConfig {
   std::vector<std::string> mount_flags;
   bool pod_info_on_mount = false;
   std::map<std::string, std::string> node_id_map;  // Kubernetes node name -> CSI node id
+  // The provisioner name flexcsi-controller answers to (StorageClass `provisioner:`); the CSI
+  // driver name unless the configuration says `provisioner:`.
+  std::string provisioner;
   // The translation.md §12 mapping rule (flexDriver filled in), evaluated by the translator
   // library so that the bridge and `flexcsi translate` compute the same CSI volume.
   // Parsed and validated at load time.

@@ -22,7 +22,9 @@ class Informer {
 
   Informer(KubeClient* client, ResourcePath collection, ListOptions options = {});
 
-  // Called for ADDED (also for every object of a (re-)list), MODIFIED and DELETED.
+  // Called for ADDED (also for every object of a (re-)list), MODIFIED and DELETED; a re-list
+  // reports objects that vanished meanwhile as DELETED. Handlers run on Run's thread, without
+  // the cache lock (they may call List/Get). REQUIRES: registered before Run starts.
   void OnEvent(Handler handler);
 
   // Blocks until stop is set: list, watch, re-list. Errors are retried with backoff.

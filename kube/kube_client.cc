@@ -1,42 +1,400 @@
 #include "kube/kube_client.h"
 
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/yaml_json.h"
+#include "kube/api_status.h"
+#include "kube/backoff.h"
+#include "kube/exec_credential.h"
+#include "kube/http_transport.h"
+#include "kube/watch_decoder.h"
+
 namespace flexcsi::kube {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Percent-encodes a query value (selectors contain '=', ',', '!', spaces and parentheses).
+std::string QueryEscape(const std::string& value) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.' || c == '~';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+// Builds "?a=b&c=d" from the non-empty pairs.
+std::string Query(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [key, value] : params) {
+    if (value.empty()) continue;
+    q += q.empty() ? '?' : '&';
+    q += key + "=" + QueryEscape(value);
+  }
+  return q;
+}
+
+std::vector<std::pair<std::string, std::string>> WriteParams(const WriteOptions& options) {
+  return {{"dryRun", options.dry_run ? "All" : ""}, {"fieldManager", options.field_manager}};
+}
+
+// Serialises a request body; nlohmann throws on strings that are not UTF-8.
+StatusOr<std::string> DumpBody(const Json& value) {
+  try {
+    return value.dump();
+  } catch (const Json::exception& e) {
+    return InvalidArgument(std::string("request body cannot be encoded as JSON: ") + e.what());
+  }
+}
+
+std::string TrimSpace(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
 
 class KubeClient::Impl {
  public:
-  explicit Impl(ClientConfig config) : config_(std::move(config)) {}
+  explicit Impl(ClientConfig config)
+      : config_(std::move(config)),
+        transport_(TransportSettings{config_.server, config_.tls_server_name, config_.proxy_url,
+                                     config_.insecure_skip_tls_verify, config_.ca_pem,
+                                     config_.user_agent}) {
+    if (config_.exec) exec_ = std::make_unique<ExecCredentialProvider>(*config_.exec, config_);
+  }
+
+  // One API call with retries; returns the parsed 2xx body.
+  StatusOr<Json> Call(const std::string& method, const std::string& path_and_query,
+                      const std::string& content_type, const std::string& body);
+
+  // One streaming GET (watch): no retries (the Informer decides), but a 401 with exec
+  // credentials re-runs the plugin once.
+  HttpResponse Stream(HttpRequest request);
+
+  StatusOr<Credentials> CurrentCredentials(uint64_t* exec_generation);
+
   ClientConfig config_;
+  HttpTransport transport_;
+  std::unique_ptr<ExecCredentialProvider> exec_;
 };
 
+StatusOr<Credentials> KubeClient::Impl::CurrentCredentials(uint64_t* exec_generation) {
+  Credentials c;
+  c.bearer_token = config_.token;
+  if (!config_.token_file.empty()) {
+    // Service-account tokens rotate: read the file every time; keep the last good value if the
+    // file is briefly missing (kubelet replaces it atomically, but be forgiving).
+    std::ifstream in(config_.token_file);
+    if (in) {
+      std::stringstream buffer;
+      buffer << in.rdbuf();
+      std::string token = TrimSpace(buffer.str());
+      if (!token.empty()) c.bearer_token = token;
+    }
+  }
+  c.username = config_.username;
+  c.password = config_.password;
+  c.client_cert_pem = config_.client_cert_pem;
+  c.client_key_pem = config_.client_key_pem;
+  *exec_generation = 0;
+  if (exec_) {
+    StatusOr<ExecCredential> cred = exec_->Get();
+    if (!cred.ok()) return cred.status();
+    *exec_generation = cred->generation;
+    if (!cred->token.empty()) c.bearer_token = cred->token;
+    if (!cred->client_cert_pem.empty()) {
+      c.client_cert_pem = cred->client_cert_pem;
+      c.client_key_pem = cred->client_key_pem;
+    }
+  }
+  return c;
+}
+
+StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::string& path_and_query,
+                                      const std::string& content_type, const std::string& body) {
+  const Clock::time_point deadline = Clock::now() + config_.request_timeout;
+  Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(5));
+  bool reran_exec_plugin = false;
+  int retries = 0;
+  while (true) {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (remaining.count() <= 0) {
+      return DeadlineExceeded(method + " " + path_and_query.substr(0, path_and_query.find('?')) +
+                              ": no answer within " +
+                              std::to_string(config_.request_timeout.count()) + " ms");
+    }
+    uint64_t generation = 0;
+    StatusOr<Credentials> credentials = CurrentCredentials(&generation);
+    if (!credentials.ok()) return credentials.status();
+    HttpRequest request;
+    request.method = method;
+    request.path_and_query = path_and_query;
+    request.content_type = content_type;
+    request.body = body;
+    request.timeout = remaining;
+    HttpResponse response = transport_.Perform(request, *credentials);
+
+    Status failure;
+    std::optional<std::chrono::milliseconds> wait;
+    bool retryable = false;
+    if (response.transport.ok()) {
+      if (response.http_code >= 200 && response.http_code < 300) {
+        if (TrimSpace(response.body).empty()) return Json::object();
+        StatusOr<Json> parsed = ParseJsonText(response.body);
+        if (!parsed.ok()) {
+          return Status(Code::kDataLoss, method + " " + path_and_query +
+                                             ": the server's answer is not JSON: " +
+                                             parsed.status().message());
+        }
+        return parsed;
+      }
+      if (response.http_code == 401 && exec_ && !reran_exec_plugin) {
+        // The plugin's credential was refused (revoked, or expired early): run it again once.
+        exec_->Invalidate(generation);
+        reran_exec_plugin = true;
+        continue;
+      }
+      failure = StatusFromHttpAnswer(response.http_code, response.body);
+      retryable = IsRetryableHttpCode(response.http_code);
+      if (retryable && !response.retry_after.empty()) wait = ParseRetryAfter(response.retry_after);
+    } else {
+      failure = response.transport;
+      // A request that may have reached the server is repeated only when repeating is
+      // harmless (reads); a write might have been applied before the connection broke.
+      retryable = !response.permanent && response.transport.code() != Code::kCancelled &&
+                  (!response.may_have_reached_server || method == "GET");
+    }
+    if (!retryable || retries >= config_.max_retries) return failure;
+    std::chrono::milliseconds pause = wait ? *wait : backoff.Next();
+    if (Clock::now() + pause >= deadline) {
+      return Status(failure.code(), failure.message() + " (gave up: a retry after " +
+                                        std::to_string(pause.count()) +
+                                        " ms would pass the request timeout)");
+    }
+    std::this_thread::sleep_for(pause);
+    ++retries;
+  }
+}
+
+HttpResponse KubeClient::Impl::Stream(HttpRequest request) {
+  for (int attempt = 0;; ++attempt) {
+    uint64_t generation = 0;
+    StatusOr<Credentials> credentials = CurrentCredentials(&generation);
+    if (!credentials.ok()) {
+      HttpResponse failed;
+      failed.transport = credentials.status();
+      return failed;
+    }
+    HttpResponse response = transport_.Perform(request, *credentials);
+    if (response.transport.ok() && response.http_code == 401 && exec_ && attempt == 0) {
+      exec_->Invalidate(generation);
+      continue;
+    }
+    return response;
+  }
+}
+
 StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(ClientConfig config) {
+  if (config.server.empty()) return InvalidArgument("kube client: no server configured");
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return InvalidArgument("kube client: server " + config.server +
+                           " is not an http:// or https:// URL");
+  }
+  if (config.request_timeout.count() <= 0) {
+    return InvalidArgument("kube client: request timeout must be positive");
+  }
+  if (config.max_retries < 0) config.max_retries = 0;
   return std::unique_ptr<KubeClient>(new KubeClient(std::make_unique<Impl>(std::move(config))));
 }
+
 KubeClient::KubeClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 KubeClient::~KubeClient() = default;
+
 const std::string& KubeClient::DefaultNamespace() const { return impl_->config_.namespace_; }
 const ClientConfig& KubeClient::config() const { return impl_->config_; }
-StatusOr<nlohmann::json> KubeClient::Get(const ResourcePath&) { return Unimplemented("kube: Get"); }
-StatusOr<nlohmann::json> KubeClient::List(const ResourcePath&, const ListOptions&) {
-  return Unimplemented("kube: List");
+
+StatusOr<Json> KubeClient::Get(const ResourcePath& object) {
+  return impl_->Call("GET", object.UrlPath(), "", "");
 }
-StatusOr<nlohmann::json> KubeClient::Create(const ResourcePath&, const nlohmann::json&,
-                                            const WriteOptions&) {
-  return Unimplemented("kube: Create");
+
+StatusOr<Json> KubeClient::List(const ResourcePath& collection, const ListOptions& options) {
+  Json result = {{"items", Json::array()}, {"metadata", Json::object()}};
+  std::string continue_token;
+  bool first_page = true;
+  while (true) {
+    std::string query =
+        Query({{"labelSelector", options.label_selector},
+               {"fieldSelector", options.field_selector},
+               {"limit", options.page_size > 0 ? std::to_string(options.page_size) : ""},
+               {"continue", continue_token}});
+    StatusOr<Json> page = impl_->Call("GET", collection.UrlPath() + query, "", "");
+    if (!page.ok()) {
+      if (page.status().code() == Code::kOutOfRange && !continue_token.empty()) {
+        // The continue token expired between pages (the server compacted): as client-go's
+        // pager does, fall back to one unpaginated list, which is consistent in itself.
+        ListOptions whole = options;
+        whole.page_size = 0;
+        return List(collection, whole);
+      }
+      return page.status();
+    }
+    if (!page->is_object() || !page->contains("items") || !(*page)["items"].is_array()) {
+      if (!(page->contains("items") && (*page)["items"].is_null())) {
+        return Status(Code::kDataLoss, "GET " + collection.UrlPath() + ": answer has no items list");
+      }
+    }
+    if (first_page) {
+      // The first page's resourceVersion is the snapshot every later page belongs to, and
+      // where a watch must begin.
+      if (page->contains("kind")) result["kind"] = (*page)["kind"];
+      if (page->contains("apiVersion")) result["apiVersion"] = (*page)["apiVersion"];
+      if (page->contains("metadata") && (*page)["metadata"].contains("resourceVersion")) {
+        result["metadata"]["resourceVersion"] = (*page)["metadata"]["resourceVersion"];
+      }
+      first_page = false;
+    }
+    if ((*page)["items"].is_array()) {
+      for (Json& item : (*page)["items"]) result["items"].push_back(std::move(item));
+    }
+    continue_token.clear();
+    if (page->contains("metadata") && (*page)["metadata"].is_object()) {
+      continue_token = (*page)["metadata"].value("continue", "");
+    }
+    if (continue_token.empty()) return result;
+  }
 }
-StatusOr<nlohmann::json> KubeClient::Update(const ResourcePath&, const nlohmann::json&,
-                                            const WriteOptions&) {
-  return Unimplemented("kube: Update");
+
+StatusOr<Json> KubeClient::Create(const ResourcePath& collection, const Json& object,
+                                  const WriteOptions& options) {
+  StatusOr<std::string> body = DumpBody(object);
+  if (!body.ok()) return body.status();
+  return impl_->Call("POST", collection.UrlPath() + Query(WriteParams(options)),
+                     "application/json", *body);
 }
-StatusOr<nlohmann::json> KubeClient::Patch(const ResourcePath&, PatchType, const nlohmann::json&,
-                                           const WriteOptions&) {
-  return Unimplemented("kube: Patch");
+
+StatusOr<Json> KubeClient::Update(const ResourcePath& object, const Json& value,
+                                  const WriteOptions& options) {
+  StatusOr<std::string> body = DumpBody(value);
+  if (!body.ok()) return body.status();
+  return impl_->Call("PUT", object.UrlPath() + Query(WriteParams(options)), "application/json",
+                     *body);
 }
-StatusOr<nlohmann::json> KubeClient::Delete(const ResourcePath&, const DeleteOptions&) {
-  return Unimplemented("kube: Delete");
+
+StatusOr<Json> KubeClient::Patch(const ResourcePath& object, PatchType type, const Json& patch,
+                                 const WriteOptions& options) {
+  const char* content_type = "application/merge-patch+json";
+  if (type == PatchType::kStrategicMerge) content_type = "application/strategic-merge-patch+json";
+  if (type == PatchType::kJson) content_type = "application/json-patch+json";
+  StatusOr<std::string> body = DumpBody(patch);
+  if (!body.ok()) return body.status();
+  return impl_->Call("PATCH", object.UrlPath() + Query(WriteParams(options)), content_type,
+                     *body);
 }
-Status KubeClient::Watch(const ResourcePath&, const WatchOptions&,
-                         const std::function<bool(const WatchEvent&)>&) {
-  return Unimplemented("kube: Watch");
+
+StatusOr<Json> KubeClient::Delete(const ResourcePath& object, const DeleteOptions& options) {
+  Json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (options.precondition_uid || options.precondition_resource_version) {
+    body["preconditions"] = Json::object();
+    if (options.precondition_uid) body["preconditions"]["uid"] = *options.precondition_uid;
+    if (options.precondition_resource_version) {
+      body["preconditions"]["resourceVersion"] = *options.precondition_resource_version;
+    }
+  }
+  if (!options.propagation_policy.empty()) {
+    body["propagationPolicy"] = options.propagation_policy;
+  }
+  if (options.dry_run) body["dryRun"] = Json::array({"All"});
+  StatusOr<std::string> text = DumpBody(body);
+  if (!text.ok()) return text.status();
+  // dryRun also travels in the query, where every server version reads it.
+  return impl_->Call("DELETE",
+                     object.UrlPath() + Query({{"dryRun", options.dry_run ? "All" : ""}}),
+                     "application/json", *text);
+}
+
+Status KubeClient::Watch(const ResourcePath& collection, const WatchOptions& options,
+                         const std::function<bool(const WatchEvent&)>& on_event) {
+  std::string query = Query({{"watch", "1"},
+                             {"resourceVersion", options.resource_version},
+                             {"timeoutSeconds", options.timeout_seconds > 0
+                                                    ? std::to_string(options.timeout_seconds)
+                                                    : ""},
+                             {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+                             {"labelSelector", options.list.label_selector},
+                             {"fieldSelector", options.list.field_selector}});
+  WatchDecoder decoder;
+  Status stream_status;  // why the stream was ended from our side, if it was
+  bool handler_stopped = false;
+  HttpRequest request;
+  request.method = "GET";
+  request.path_and_query = collection.UrlPath() + query;
+  if (options.timeout_seconds > 0) {
+    // The server ends the watch after timeoutSeconds; a server that hangs instead is cut off a
+    // minute later rather than waited for forever.
+    request.timeout = std::chrono::seconds(options.timeout_seconds + 60);
+  }
+  request.should_cancel = [&] { return options.stop != nullptr && options.stop->load(); };
+  request.on_body = [&](const char* data, size_t size) {
+    Status s = decoder.Feed(data, size, [&](const std::string& text) {
+      StatusOr<Json> value = ParseJsonText(text);
+      if (!value.ok() || !value->is_object()) {
+        stream_status = Status(Code::kDataLoss, "watch stream: an event is not a JSON object");
+        return false;
+      }
+      std::string type = value->value("type", "");
+      Json& object = (*value)["object"];
+      if (type == "ERROR") {
+        long code = object.is_object() ? object.value("code", 0L) : 0L;
+        stream_status = StatusFromHttpAnswer(code == 0 ? 500 : code,
+                                             object.is_null() ? "" : object.dump());
+        return false;
+      }
+      if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
+        stream_status = Status(Code::kDataLoss, "watch stream: unknown event type " + type);
+        return false;
+      }
+      if (!on_event(WatchEvent{type, std::move(object)})) {
+        handler_stopped = true;
+        return false;
+      }
+      return true;
+    });
+    if (!s.ok() && stream_status.ok() && !handler_stopped) stream_status = s;
+    return s.ok();
+  };
+
+  HttpResponse response = impl_->Stream(std::move(request));
+  if (handler_stopped) return Status::Ok();
+  if (!stream_status.ok()) return stream_status;
+  if (!response.transport.ok()) {
+    if (response.transport.code() == Code::kCancelled && options.stop && options.stop->load()) {
+      return Status(Code::kCancelled, "watch stopped");
+    }
+    return response.transport;
+  }
+  if (response.http_code < 200 || response.http_code >= 300) {
+    return StatusFromHttpAnswer(response.http_code, response.body);
+  }
+  if (decoder.HasPartialValue()) {
+    return Unavailable("watch " + collection.UrlPath() + ": the stream ended inside an event");
+  }
+  return Status::Ok();  // the server ended the watch (timeoutSeconds)
 }
 
 }  // namespace flexcsi::kube

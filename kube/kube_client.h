@@ -7,6 +7,7 @@
 // Kubernetes names and nothing is lost in a typed copy.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -70,6 +71,9 @@ struct WatchOptions {
   std::string resource_version;  // start point; empty: list first (Informer does this for you)
   int timeout_seconds = 300;     // server-side watch timeout; the call then returns OK
   bool allow_bookmarks = true;
+  // Checked about once a second while the stream is idle; once set, Watch returns kCancelled.
+  // Not owned; must outlive the call. (The Informer's Run(stop) passes its flag here.)
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Why an API call failed, as the server said it. Status codes map from HTTP:
@@ -85,6 +89,9 @@ inline bool IsNotFound(const Status& s) { return s.code() == Code::kNotFound; }
 inline bool IsAlreadyExists(const Status& s) { return s.code() == Code::kAlreadyExists; }
 inline bool IsConflict(const Status& s) { return s.code() == Code::kAborted; }
 
+// Thread safety: a KubeClient may be shared by any number of threads; every call is independent
+// (its own libcurl handle from a pool, credentials resolved per request, the exec-plugin cache
+// behind a mutex). Only destruction must wait until no call is running.
 class KubeClient {
  public:
   // Builds a client from a resolved configuration (see LoadClientConfig in kube_config.h).

@@ -21,6 +21,9 @@ struct ConfigFlags {
   std::string server;      // --server (overrides the cluster's)
   std::string token;       // --token
   bool in_cluster = false; // force in-cluster config (controllers), ignoring kubeconfig files
+  // Where in-cluster configuration is looked for (when forced, or when no kubeconfig gives a
+  // server, as kubectl falls back); tests point it at a temp dir.
+  std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 };
 
 // An exec credential plugin (users[].user.exec).

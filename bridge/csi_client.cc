@@ -268,4 +268,32 @@ StatusOr<csi::v1::ControllerExpandVolumeResponse> CsiClient::ControllerExpandVol
   return resp;
 }
 
+StatusOr<csi::v1::CreateSnapshotResponse> CsiClient::CreateSnapshot(
+    const csi::v1::CreateSnapshotRequest& req, const Deadline& deadline) {
+  csi::v1::CreateSnapshotResponse resp;
+  Status s = Invoke("CreateSnapshot", deadline, [&](grpc::ClientContext* c) {
+    return controller_->CreateSnapshot(c, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+Status CsiClient::DeleteSnapshot(const csi::v1::DeleteSnapshotRequest& req,
+                                 const Deadline& deadline) {
+  csi::v1::DeleteSnapshotResponse resp;
+  return Invoke("DeleteSnapshot", deadline, [&](grpc::ClientContext* c) {
+    return controller_->DeleteSnapshot(c, req, &resp);
+  });
+}
+
+StatusOr<csi::v1::ListSnapshotsResponse> CsiClient::ListSnapshots(
+    const csi::v1::ListSnapshotsRequest& req, const Deadline& deadline) {
+  csi::v1::ListSnapshotsResponse resp;
+  Status s = Invoke("ListSnapshots", deadline, [&](grpc::ClientContext* c) {
+    return controller_->ListSnapshots(c, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
 }  // namespace flexcsi

@@ -72,6 +72,12 @@ class CsiClient {
                                                      const Deadline& deadline);
   StatusOr<csi::v1::ControllerExpandVolumeResponse> ControllerExpandVolume(
       const csi::v1::ControllerExpandVolumeRequest& req, const Deadline& deadline);
+  // Snapshots, for flexcsi-controller and `flexcsi snapshot`; the bridge itself never snapshots.
+  StatusOr<csi::v1::CreateSnapshotResponse> CreateSnapshot(const csi::v1::CreateSnapshotRequest& req,
+                                                           const Deadline& deadline);
+  Status DeleteSnapshot(const csi::v1::DeleteSnapshotRequest& req, const Deadline& deadline);
+  StatusOr<csi::v1::ListSnapshotsResponse> ListSnapshots(const csi::v1::ListSnapshotsRequest& req,
+                                                         const Deadline& deadline);
 
  private:
   // Runs one unary RPC with the retry policy above and records its latency.

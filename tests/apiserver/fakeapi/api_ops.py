@@ -269,7 +269,8 @@ class Api(object):
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and \
-                not self._pod_waits_for_kubelet(rtype, new):
+                not self._pod_waits_for_kubelet(rtype, new) and \
+                not (rtype.kind == "Namespace" and (new.get("spec") or {}).get("finalizers")):
             # The last finalizer is gone from an object being deleted: it disappears.
             if dry_run:
                 return new
@@ -287,6 +288,21 @@ class Api(object):
     def _pod_waits_for_kubelet(self, rtype, obj):
         # A gracefully deleted pod stays until its kubelet confirms with a zero grace period.
         return rtype.kind == "Pod" and obj["metadata"].get("deletionGracePeriodSeconds", 0) > 0
+
+    def finalize_namespace(self, namespace_obj, user):
+        """The namespaces/finalize subresource, for the namespace controller only: stores
+        spec.finalizers; an emptied, terminating namespace disappears."""
+        rtype = self.registry.core("namespaces")
+        name = namespace_obj["metadata"]["name"]
+        with self.store.lock:
+            old = self.store.get(rtype.key, "", name)
+            if old is None:
+                return None
+            new = copy.deepcopy(old)
+            new["spec"] = copy.deepcopy(namespace_obj.get("spec") or {})
+            result = self._store_update(rtype, new, old, False)
+            self.audit.record("update", rtype, "", name, "finalize", False, user, 200, obj=result)
+            return result
 
     # ---- scale subresource ---------------------------------------------------------------------
 

@@ -3,4 +3,15 @@
 
 def all_controllers(fake):
     """The controllers, in the order one pass runs them."""
-    return []
+    from .expander import ExpandController
+    from .gc import GarbageCollector, NamespaceController
+    from .node_agents import AttachDetachController, KubeletStandIn
+    from .protection import PvcProtectionController, PvProtectionController
+    from .pv_binder import PersistentVolumeController
+    from .scheduler import Scheduler
+    from .workloads import DeploymentController, ReplicaSetController, StatefulSetController
+    return [cls(fake) for cls in (
+        DeploymentController, ReplicaSetController, StatefulSetController, Scheduler,
+        PersistentVolumeController, KubeletStandIn, AttachDetachController,
+        PvcProtectionController, PvProtectionController, ExpandController,
+        NamespaceController, GarbageCollector)]

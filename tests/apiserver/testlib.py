@@ -38,12 +38,17 @@ class Client(object):
             ctx.load_cert_chain(os.path.join(directory, "admin.crt"),
                                 os.path.join(directory, "admin.key"))
         self.ctx, self.port, self.token = ctx, port, token
+        self._conn = None
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def request(self, method, path, body=None, content_type="application/json", params=None,
                 raw=None):
         if params:
             path += "?" + urllib.parse.urlencode(params)
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=30)
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
@@ -51,10 +56,25 @@ class Client(object):
                                              else None)
         if data is not None:
             headers["Content-Type"] = content_type
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        payload = resp.read()
-        conn.close()
+        # One kept-alive connection, as client-go keeps one: TLS handshakes are not free.
+        for attempt in (0, 1):
+            if self._conn is None:
+                self._conn = http.client.HTTPSConnection("127.0.0.1", self.port,
+                                                         context=self.ctx, timeout=30)
+            try:
+                self._conn.request(method, path, body=data, headers=headers)
+                resp = self._conn.getresponse()
+                payload = resp.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close()
+                if attempt:
+                    raise
+            except Exception:
+                self.close()
+                raise
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
         try:
             parsed = json.loads(payload.decode()) if payload else None
         except ValueError:
@@ -85,7 +105,7 @@ class Client(object):
         """Reads a watch stream until it ends, max_events arrive or `timeout` passes."""
         params = dict(params)
         params["watch"] = "true"
-        params.setdefault("timeoutSeconds", str(int(timeout)))
+        params.setdefault("timeoutSeconds", str(max(int(round(timeout)), 1)))
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx,
                                            timeout=timeout + 5)
         conn.request("GET", path + "?" + urllib.parse.urlencode(params),
@@ -124,6 +144,7 @@ class ServerTestCase(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        cls.api.close()
         cls.server.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
 

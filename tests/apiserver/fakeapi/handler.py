@@ -338,6 +338,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 self._event("ADDED", obj)
             deadline = time.time() + timeout
             last_sent = time.time()
+            final_bookmark = False
             while True:
                 now = time.time()
                 if now >= deadline or fake.stopping or fake.watch_generation != generation:
@@ -372,7 +373,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                     last_sent = time.time()
                 if not events:
                     cursor = max(cursor, head)
-                    if bookmarks and time.time() - last_sent >= 1.0:
+                    # A bookmark after a second of silence, and one just before the timeout
+                    # (as the watch cache does), so a client resumes from a recent version.
+                    closing = deadline - time.time() < 0.6 and not final_bookmark
+                    if bookmarks and (time.time() - last_sent >= 1.0 or closing):
+                        final_bookmark = final_bookmark or closing
                         self._event("BOOKMARK", {"kind": rtype.kind,
                                                  "apiVersion": rtype.group_version,
                                                  "metadata": {"resourceVersion": str(cursor)}})

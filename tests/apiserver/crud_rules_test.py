@@ -1,0 +1,180 @@
+"""Create/update/delete rules of the generic registry: server-set metadata, resourceVersion
+conflicts, no-op updates, dryRun, status handling, and strict refusals."""
+import unittest
+
+from testlib import PV, ServerTestCase, claim, flex_pv, ns_path
+
+PVC = ns_path("default", "persistentvolumeclaims")
+
+
+class CreateAndUpdateTest(ServerTestCase):
+    SERVER_OPTIONS = {"run_controllers": False}
+
+    def test_create_sets_uid_timestamp_and_increasing_resource_versions(self):
+        a = self.api.create(PV, flex_pv("crud-a"))
+        b = self.api.create(PV, flex_pv("crud-b"))
+        self.assertTrue(a["metadata"]["uid"])
+        self.assertTrue(a["metadata"]["creationTimestamp"].endswith("Z"))
+        self.assertGreater(int(b["metadata"]["resourceVersion"]),
+                           int(a["metadata"]["resourceVersion"]))
+        self.assertEqual(a["status"], {"phase": "Pending"})
+        self.assertEqual(a["spec"]["volumeMode"], "Filesystem")
+
+    def test_create_ignores_client_uid_and_status(self):
+        body = flex_pv("crud-uid")
+        body["metadata"]["uid"] = "not-mine"
+        body["status"] = {"phase": "Bound"}
+        got = self.api.create(PV, body)
+        self.assertNotEqual(got["metadata"]["uid"], "not-mine")
+        self.assertEqual(got["status"]["phase"], "Pending")
+
+    def test_create_with_resource_version_fails_like_etcd3_store(self):
+        body = flex_pv("crud-rv")
+        body["metadata"]["resourceVersion"] = "5"
+        e = self.assertApiError(500, self.api.create, PV, body)
+        self.assertIn("resourceVersion should not be set on objects to be created", e["message"])
+
+    def test_duplicate_name_is_409_already_exists(self):
+        self.api.create(PV, flex_pv("crud-dup"))
+        e = self.assertApiError(409, self.api.create, PV, flex_pv("crud-dup"))
+        self.assertEqual(e["reason"], "AlreadyExists")
+        self.assertEqual(e["details"]["name"], "crud-dup")
+
+    def test_generate_name_appends_five_characters(self):
+        body = flex_pv("")
+        del body["metadata"]["name"]
+        body["metadata"]["generateName"] = "gen-"
+        got = self.api.create(PV, body)
+        self.assertRegex(got["metadata"]["name"], r"^gen-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+
+    def test_invalid_name_is_422_with_field_cause(self):
+        e = self.assertApiError(422, self.api.create, PV, flex_pv("Bad_Name"))
+        self.assertEqual(e["reason"], "Invalid")
+        self.assertEqual(e["details"]["causes"][0]["field"], "metadata.name")
+
+    def test_stale_resource_version_update_is_409_conflict(self):
+        old = self.api.create(PV, flex_pv("crud-stale"))
+        fresh = dict(old, metadata=dict(old["metadata"], labels={"a": "1"}))
+        self.api.update(PV + "/crud-stale", fresh)
+        stale = dict(old, metadata=dict(old["metadata"], labels={"a": "2"}))
+        e = self.assertApiError(409, self.api.update, PV + "/crud-stale", stale)
+        self.assertEqual(e["reason"], "Conflict")
+        self.assertIn("the object has been modified", e["message"])
+
+    def test_update_without_resource_version_is_unconditional_for_builtin_types(self):
+        self.api.create(PV, flex_pv("crud-uncond"))
+        body = flex_pv("crud-uncond")
+        body["metadata"]["labels"] = {"x": "y"}
+        got = self.api.update(PV + "/crud-uncond", body)
+        self.assertEqual(got["metadata"]["labels"], {"x": "y"})
+
+    def test_noop_update_stores_nothing(self):
+        old = self.api.create(PV, flex_pv("crud-noop"))
+        got = self.api.update(PV + "/crud-noop", old)
+        self.assertEqual(got["metadata"]["resourceVersion"], old["metadata"]["resourceVersion"])
+
+    def test_update_of_missing_object_is_404(self):
+        e = self.assertApiError(404, self.api.update, PV + "/crud-none", flex_pv("crud-none"))
+        self.assertEqual(e["message"], 'persistentvolumes "crud-none" not found')
+
+    def test_name_in_body_must_match_url(self):
+        self.api.create(PV, flex_pv("crud-n1"))
+        self.assertApiError(400, self.api.update, PV + "/crud-n1", flex_pv("crud-n2"))
+
+    def test_main_resource_update_ignores_status_and_status_update_ignores_spec(self):
+        old = self.api.create(PV, flex_pv("crud-status"))
+        body = dict(old, status={"phase": "Bound"})
+        body["spec"] = dict(old["spec"], persistentVolumeReclaimPolicy="Delete")
+        got = self.api.update(PV + "/crud-status", body)
+        self.assertEqual(got["status"]["phase"], "Pending")
+        self.assertEqual(got["spec"]["persistentVolumeReclaimPolicy"], "Delete")
+        body = dict(got, status={"phase": "Available"})
+        body["spec"] = dict(got["spec"], persistentVolumeReclaimPolicy="Retain")
+        got2 = self.api.update(PV + "/crud-status/status", body)
+        self.assertEqual(got2["status"]["phase"], "Available")
+        self.assertEqual(got2["spec"]["persistentVolumeReclaimPolicy"], "Delete")
+
+    def test_pv_status_update_needs_resource_version(self):
+        old = self.api.create(PV, flex_pv("crud-status-rv"))
+        body = dict(old, status={"phase": "Available"})
+        body["metadata"] = dict(old["metadata"])
+        del body["metadata"]["resourceVersion"]
+        e = self.assertApiError(422, self.api.update, PV + "/crud-status-rv/status", body)
+        self.assertEqual(e["details"]["causes"][0]["field"], "resourceVersion")
+
+    def test_dry_run_validates_but_stores_nothing(self):
+        got = self.api.create(PV, flex_pv("crud-dry"), dryRun="All")
+        self.assertNotIn("resourceVersion", got["metadata"])
+        self.assertApiError(404, self.api.get, PV + "/crud-dry")
+        self.assertApiError(422, self.api.create, PV, flex_pv("Bad"), dryRun="All")
+        live = self.api.create(PV, flex_pv("crud-dry2"))
+        self.api.patch(PV + "/crud-dry2", {"metadata": {"labels": {"d": "1"}}}, dryRun="All")
+        code, _ = self.api.delete(PV + "/crud-dry2", dryRun="All")
+        now = self.api.get(PV + "/crud-dry2")
+        self.assertEqual(now["metadata"]["resourceVersion"], live["metadata"]["resourceVersion"])
+        self.assertNotIn("labels", now["metadata"])
+        self.assertNotIn("deletionTimestamp", now["metadata"])
+        self.assertApiError(400, self.api.create, PV, flex_pv("crud-dry3"), dryRun="Some")
+
+    def test_namespaced_create_needs_an_existing_namespace(self):
+        e = self.assertApiError(404, self.api.create,
+                                ns_path("nowhere", "persistentvolumeclaims"), claim("c"))
+        self.assertEqual(e["message"], 'namespaces "nowhere" not found')
+
+    def test_namespace_in_body_must_match_url(self):
+        body = claim("crud-nsm")
+        body["metadata"]["namespace"] = "kube-system"
+        self.assertApiError(400, self.api.create, PVC, body)
+
+    def test_unserved_things_answer_404_405_415(self):
+        self.assertApiError(404, self.api.get, "/api/v1/services")
+        self.assertApiError(404, self.api.get, "/apis/batch/v1/jobs")
+        self.assertApiError(404, self.api.get, PV + "/x/scale")
+        self.assertApiError(405, self.api.create, PV + "/x", flex_pv("x"))
+        self.assertApiError(415, self.api.request, "POST", PV, raw=b"kind: PersistentVolume",
+                            content_type="application/yaml")
+        self.assertApiError(415, self.api.request, "PATCH", PV + "/x", raw=b"{}",
+                            content_type="application/apply-patch+yaml")
+        self.assertApiError(400, self.api.request, "POST", PV, raw=b"{not json")
+
+    def test_default_namespaces_exist_and_cannot_be_deleted(self):
+        for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self.assertEqual(self.api.get("/api/v1/namespaces/" + name)["status"]["phase"],
+                             "Active")
+        e = self.assertApiError(403, self.api.delete, "/api/v1/namespaces/default")
+        self.assertIn("this namespace may not be deleted", e["message"])
+
+
+class CustomResourceTest(ServerTestCase):
+    SERVER_OPTIONS = {"run_controllers": False, "snapshot_crds": True}
+    VS = ns_path("default", "volumesnapshots", group="snapshot.storage.k8s.io/v1")
+
+    def snapshot(self, name):
+        return {"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                "metadata": {"name": name},
+                "spec": {"source": {"persistentVolumeClaimName": "data"}}}
+
+    def test_custom_resource_update_requires_resource_version(self):
+        self.api.create(self.VS, self.snapshot("snap-rv"))
+        e = self.assertApiError(422, self.api.update, self.VS + "/snap-rv",
+                                self.snapshot("snap-rv"))
+        self.assertIn("must be specified for an update", e["message"])
+
+    def test_strategic_merge_patch_is_415_for_custom_resources(self):
+        self.api.create(self.VS, self.snapshot("snap-smp"))
+        self.assertApiError(415, self.api.patch, self.VS + "/snap-smp",
+                            {"metadata": {"labels": {"a": "b"}}}, "strategic")
+        got = self.api.patch(self.VS + "/snap-smp", {"metadata": {"labels": {"a": "b"}}})
+        self.assertEqual(got["metadata"]["labels"], {"a": "b"})
+
+    def test_snapshot_source_is_exactly_one_and_immutable(self):
+        bad = self.snapshot("snap-bad")
+        bad["spec"]["source"]["volumeSnapshotContentName"] = "c"
+        self.assertApiError(422, self.api.create, self.VS, bad)
+        self.api.create(self.VS, self.snapshot("snap-imm"))
+        self.assertApiError(422, self.api.patch, self.VS + "/snap-imm",
+                            {"spec": {"source": {"persistentVolumeClaimName": "other"}}})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -25,7 +25,7 @@ class Admission(object):
 
     # REQUIRES: store.lock held.
 
-    def check_namespace_for_create(self, rtype, namespace):
+    def check_namespace_for_create(self, rtype, namespace, name=""):
         if not rtype.namespaced:
             return
         ns_type = self.registry.core("namespaces")
@@ -35,7 +35,7 @@ class Admission(object):
         if ns["metadata"].get("deletionTimestamp") and rtype.kind not in ("Event",):
             raise errors.ApiError(
                 403, "Forbidden", "%s \"%s\" is forbidden: unable to create new content in "
-                "namespace %s because it is being terminated" % (rtype.plural, "", namespace),
+                "namespace %s because it is being terminated" % (rtype.plural, name, namespace),
                 {"kind": rtype.plural, "causes": [{"reason": "NamespaceTerminating",
                                                    "message": "namespace %s is being terminated"
                                                    % namespace,

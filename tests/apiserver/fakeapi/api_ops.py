@@ -145,9 +145,9 @@ class Api(object):
             # etcd3 store.Create returns a plain error, which the handler serves as a 500.
             raise errors.ApiError(500, "", "resourceVersion should not be set on objects to be "
                                   "created")
-        self.admission.check_namespace_for_create(rtype, namespace)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + generate_suffix()
+        self.admission.check_namespace_for_create(rtype, namespace, meta.get("name") or "")
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         meta.pop("deletionTimestamp", None)

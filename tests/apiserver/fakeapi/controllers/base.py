@@ -88,7 +88,7 @@ class Controller(object):
 
 
 class ControllerManager(object):
-    TICK = 0.05
+    TICK = 0.02
 
     def __init__(self, fake, controllers):
         self.fake = fake

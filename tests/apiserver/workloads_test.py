@@ -1,0 +1,169 @@
+"""Workloads and nodes: Deployment -> ReplicaSet -> pods on node-1, scale to zero through the
+scale subresource with pods that take time to terminate, volumes attached while used and
+detached a little after, StatefulSet claims and ordinals, the expand controller, and GC."""
+import time
+import unittest
+
+from testlib import PV, ServerTestCase, claim, flex_pv, node, ns_path
+
+PVC = ns_path("default", "persistentvolumeclaims")
+PODS = ns_path("default", "pods")
+DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+RS = "/apis/apps/v1/namespaces/default/replicasets"
+STS = "/apis/apps/v1/namespaces/default/statefulsets"
+SC = "/apis/storage.k8s.io/v1/storageclasses"
+
+
+def template(app, claim_name=None):
+    spec = {"containers": [{"name": "app", "image": "busybox"}]}
+    if claim_name:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}]
+    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+
+
+class WorkloadsTest(ServerTestCase):
+    SERVER_OPTIONS = {"controller_delays": {"pod_termination": 0.3, "detach": 0.4}}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.api.create("/api/v1/nodes", node("node-0"))
+        cls.api.create("/api/v1/nodes", node("node-1"))
+
+    def pods(self, selector):
+        return self.api.get(PODS, labelSelector=selector)["items"]
+
+    def test_deployment_scale_to_zero_waits_for_pods_and_detach_then_restores(self):
+        self.api.create(PV, flex_pv("web-pv", storage_class="web"))
+        self.api.create(PVC, claim("web", storage_class="web"))
+        self.api.create(DEPLOY, {"metadata": {"name": "web"}, "spec": {
+            "replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": template("web", "web")}})
+        self.api.settle()
+        pods = self.pods("app=web")
+        self.assertEqual(len(pods), 2)
+        for p in pods:
+            self.assertEqual((p["spec"]["nodeName"], p["status"]["phase"]), ("node-1", "Running"))
+            ref = p["metadata"]["ownerReferences"][0]
+            self.assertEqual((ref["kind"], ref["controller"]), ("ReplicaSet", True))
+        rs = self.api.get(RS, labelSelector="app=web")["items"][0]
+        self.assertEqual(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment")
+        self.assertEqual(self.api.get(DEPLOY + "/web")["status"]["readyReplicas"], 2)
+        attached = self.api.get("/api/v1/nodes/node-1")["status"]
+        self.assertEqual(attached["volumesAttached"],
+                         [{"name": "flexvolume-flexcsi/loopback/web-pv", "devicePath": ""}])
+        self.assertEqual(attached["volumesInUse"], ["flexvolume-flexcsi/loopback/web-pv"])
+
+        self.api.patch(DEPLOY + "/web/scale", {"spec": {"replicas": 0}})
+        start = time.time()
+        # Pods terminate for a while; status.replicas drops before they are gone.
+        self.wait_for(lambda: self.api.get(RS + "/" + rs["metadata"]["name"])["status"]
+                      .get("replicas") == 0, what="replicas 0")
+        terminating = self.pods("app=web")
+        self.assertTrue(terminating and all("deletionTimestamp" in p["metadata"]
+                                            for p in terminating))
+        self.wait_for(lambda: not self.pods("app=web"), what="pods gone")
+        self.assertGreaterEqual(time.time() - start, 0.25)
+        self.assertTrue(self.api.get("/api/v1/nodes/node-1")["status"].get("volumesAttached"))
+        self.wait_for(lambda: not self.api.get("/api/v1/nodes/node-1")["status"]
+                      .get("volumesAttached"), what="detach")
+        self.api.patch(DEPLOY + "/web/scale", {"spec": {"replicas": 2}})
+        self.api.settle()
+        self.assertEqual(len([p for p in self.pods("app=web")
+                              if p["status"]["phase"] == "Running"]), 2)
+
+    def test_statefulset_creates_claims_then_ordered_pods_and_scales_down_from_the_top(self):
+        self.api.create(SC, {"metadata": {"name": "sts"}, "provisioner": "flexcsi.io/sts"})
+        self.api.create(STS, {"metadata": {"name": "db"}, "spec": {
+            "replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": template("db"),
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": "sts",
+                "resources": {"requests": {"storage": "1Gi"}}}}]}})
+        self.api.settle()
+        claims = self.api.get(PVC, labelSelector="app=db")["items"]
+        self.assertEqual([c["metadata"]["name"] for c in claims], ["data-db-0"])
+        # The claim is unbound (Immediate class, no provisioner here): db-0 is not scheduled
+        # and, OrderedReady, db-1 is not created.
+        self.assertEqual([(p["metadata"]["name"], p["spec"].get("nodeName"))
+                          for p in self.pods("app=db")], [("db-0", None)])
+        for i in range(2):
+            c = self.api.get(PVC + "/data-db-%d" % i)
+            uid = c["metadata"]["uid"]
+            self.api.create(PV, flex_pv("pvc-" + uid, storage_class="sts", claim_ref={
+                "namespace": "default", "name": c["metadata"]["name"], "uid": uid}))
+            self.api.settle()
+        pods = sorted(p["metadata"]["name"] for p in self.pods("app=db"))
+        self.assertEqual(pods, ["db-0", "db-1"])
+        vols = self.api.get(PODS + "/db-1")["spec"]["volumes"]
+        self.assertEqual(vols, [{"name": "data", "persistentVolumeClaim": {
+            "claimName": "data-db-1"}}])
+        self.api.patch(STS + "/db/scale", {"spec": {"replicas": 0}})
+        self.wait_for(lambda: [p["metadata"]["name"] for p in self.pods("app=db")
+                               if "deletionTimestamp" in p["metadata"]] == ["db-1"],
+                      what="db-1 terminating first")
+        self.wait_for(lambda: not self.pods("app=db"), what="all gone")
+        # Claims stay (retention policy Retain).
+        self.assertEqual(len(self.api.get(PVC, labelSelector="app=db")["items"]), 2)
+
+    def test_flexvolume_expansion_is_a_no_op_expander_step(self):
+        self.api.create(SC, {"metadata": {"name": "grow"}, "provisioner": "flexcsi.io/g",
+                             "allowVolumeExpansion": True})
+        self.api.create(PV, flex_pv("grow-pv", size="1Gi", storage_class="grow",
+                                    driver="flexcsi/loopback"))
+        self.api.create(PVC, claim("grow", size="1Gi", storage_class="grow"))
+        csi = flex_pv("grow-csi-pv", size="1Gi", storage_class="grow")
+        del csi["spec"]["flexVolume"]
+        csi["spec"]["csi"] = {"driver": "loop.csi", "volumeHandle": "h"}
+        self.api.create(PV, csi)
+        self.api.create(PVC, claim("grow-csi", size="1Gi", storage_class="grow",
+                                   volume_name="grow-csi-pv"))
+        self.api.settle()
+        for name in ("grow", "grow-csi"):
+            self.api.patch(PVC + "/" + name,
+                           {"spec": {"resources": {"requests": {"storage": "3Gi"}}}})
+        self.api.settle()
+        c, v = self.api.get(PVC + "/grow"), self.api.get(PV + "/grow-pv")
+        self.assertEqual(v["spec"]["capacity"]["storage"], "3Gi")
+        self.assertEqual(c["metadata"]["annotations"]["volume.kubernetes.io/storage-resizer"],
+                         "flexcsi/loopback")
+        self.assertEqual([x["type"] for x in c["status"]["conditions"]],
+                         ["FileSystemResizePending"])
+        self.assertEqual(c["status"]["capacity"]["storage"], "1Gi")  # kubelet's job
+        c, v = self.api.get(PVC + "/grow-csi"), self.api.get(PV + "/grow-csi-pv")
+        self.assertEqual(v["spec"]["capacity"]["storage"], "1Gi")
+        self.assertNotIn("volume.kubernetes.io/storage-resizer", c["metadata"]["annotations"])
+        reasons = [e["reason"] for e in self.api.get(ns_path("default", "events"),
+                                                     fieldSelector="involvedObject.name=grow-csi")
+                   ["items"]]
+        self.assertIn("ExternalExpanding", reasons)
+
+    def test_deleting_a_deployment_garbage_collects_its_replicasets_and_pods(self):
+        self.api.create(DEPLOY, {"metadata": {"name": "gc"}, "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": "gc"}},
+            "template": template("gc")}})
+        self.api.settle()
+        self.assertEqual(len(self.pods("app=gc")), 1)
+        self.api.delete(DEPLOY + "/gc")
+        self.wait_for(lambda: not self.pods("app=gc") and
+                      not self.api.get(RS, labelSelector="app=gc")["items"], what="gc")
+
+    def test_namespace_deletion_empties_it_first(self):
+        self.api.create("/api/v1/namespaces", {"metadata": {"name": "doomed"}})
+        self.api.create(ns_path("doomed", "configmaps"), {"metadata": {"name": "cm"},
+                                                          "data": {"a": "b"}})
+        self.api.request("POST", "/_fake/pause-controllers",
+                         {"controllers": ["namespace-controller"]})
+        code, body = self.api.delete("/api/v1/namespaces/doomed")
+        self.assertEqual((code, body["status"]["phase"]), (202, "Terminating"))
+        e = self.assertApiError(403, self.api.create, ns_path("doomed", "configmaps"),
+                                {"metadata": {"name": "late"}})
+        self.assertIn("because it is being terminated", e["message"])
+        self.api.request("POST", "/_fake/resume-controllers")
+        self.wait_for(lambda: self.api.get("/api/v1/namespaces",
+                                           fieldSelector="metadata.name=doomed")["items"] == [],
+                      what="namespace gone")
+
+
+if __name__ == "__main__":
+    unittest.main()

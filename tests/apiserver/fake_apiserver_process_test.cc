@@ -36,7 +36,7 @@ bool Listening(int port) {
   return ok;
 }
 
-class FakeApiServerProcessTest : public ::testing::Test {
+class FakeApiServerFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/fake-apiserver-test-XXXXXX";
@@ -51,7 +51,7 @@ class FakeApiServerProcessTest : public ::testing::Test {
   FakeApiServerProcess server_;
 };
 
-TEST_F(FakeApiServerProcessTest, StartWritesKubeconfigsForTheListeningPort) {
+TEST_F(FakeApiServerFixture, StartWritesKubeconfigs) {
   FakeApiServerOptions options;
   options.tokens = {"secret-token-1"};
   ASSERT_TRUE(server_.Start(dir_, options).ok());
@@ -67,7 +67,7 @@ TEST_F(FakeApiServerProcessTest, StartWritesKubeconfigsForTheListeningPort) {
   EXPECT_TRUE(std::filesystem::exists(server_.ca_path()));
 }
 
-TEST_F(FakeApiServerProcessTest, KillThenRestartServesAgainWithSameCa) {
+TEST_F(FakeApiServerFixture, KillThenRestartServesAgain) {
   ASSERT_TRUE(server_.Start(dir_).ok());
   const std::string ca = ReadFile(server_.ca_path());
   ASSERT_TRUE(server_.Kill().ok());

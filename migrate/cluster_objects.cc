@@ -1,0 +1,86 @@
+#include "migrate/cluster_objects.h"
+
+namespace flexcsi::migrate {
+
+using nlohmann::json;
+
+std::string Str(const json& object, const json::json_pointer& ptr) {
+  if (!object.is_object() || !object.contains(ptr)) return "";
+  const json& v = object.at(ptr);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string NameOf(const json& object) { return Str(object, "/metadata/name"_json_pointer); }
+std::string NamespaceOf(const json& object) {
+  return Str(object, "/metadata/namespace"_json_pointer);
+}
+std::string UidOf(const json& object) { return Str(object, "/metadata/uid"_json_pointer); }
+
+json StripServerFields(const json& object) {
+  json copy = object;
+  if (!copy.is_object()) return copy;
+  copy.erase("status");
+  if (copy.contains("metadata") && copy["metadata"].is_object()) {
+    json& md = copy["metadata"];
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                              "deletionGracePeriodSeconds", "generation", "managedFields",
+                              "selfLink"}) {
+      md.erase(field);
+    }
+  }
+  if (copy.contains("spec") && copy["spec"].is_object() && copy["spec"].contains("claimRef") &&
+      copy["spec"]["claimRef"].is_object()) {
+    copy["spec"]["claimRef"].erase("resourceVersion");
+  }
+  return copy;
+}
+
+namespace {
+
+// Lists one collection into `out`. `optional` collections may be missing on the server.
+Status ListInto(kube::KubeClient& client, const kube::ResourcePath& path, bool optional,
+                std::vector<json>* out) {
+  auto list = client.List(path);
+  if (!list.ok()) {
+    if (optional && kube::IsNotFound(list.status())) return Status::Ok();
+    return list.status().WithContext("list " + path.resource);
+  }
+  const json& items = (*list)["items"];
+  if (items.is_array()) {
+    out->reserve(items.size());
+    for (const auto& item : items) out->push_back(item);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std::string& ns) {
+  using kube::ResourcePath;
+  ClusterObjects o;
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Core("persistentvolumes"), false, &o.pvs));
+  FLEXCSI_RETURN_IF_ERROR(
+      ListInto(client, ResourcePath::Core("persistentvolumeclaims", ns), false, &o.pvcs));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Core("pods", ns), false, &o.pods));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("apps/v1", "replicasets", ns),
+                                   false, &o.replicasets));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("apps/v1", "deployments", ns),
+                                   false, &o.deployments));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("apps/v1", "statefulsets", ns),
+                                   false, &o.statefulsets));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("apps/v1", "daemonsets", ns),
+                                   false, &o.daemonsets));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Core("replicationcontrollers", ns), true,
+                                   &o.replicationcontrollers));
+  FLEXCSI_RETURN_IF_ERROR(
+      ListInto(client, ResourcePath::Group("batch/v1", "jobs", ns), true, &o.jobs));
+  FLEXCSI_RETURN_IF_ERROR(
+      ListInto(client, ResourcePath::Group("batch/v1", "cronjobs", ns), true, &o.cronjobs));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
+                                   false, &o.csidrivers));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"),
+                                   false, &o.csinodes));
+  return o;
+}
+
+}  // namespace flexcsi::migrate

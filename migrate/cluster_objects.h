@@ -1,0 +1,48 @@
+// The cluster objects a migration looks at, as lists of API JSON, and the reads that fetch them.
+// The planner works on these lists only (no I/O), so it can be tested and benchmarked on
+// generated objects; ListClusterObjects is the one place that lists them from a server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "kube/kube_client.h"
+
+namespace flexcsi::migrate {
+
+struct ClusterObjects {
+  std::vector<nlohmann::json> pvs;
+  std::vector<nlohmann::json> pvcs;
+  std::vector<nlohmann::json> pods;
+  std::vector<nlohmann::json> replicasets;
+  std::vector<nlohmann::json> deployments;
+  std::vector<nlohmann::json> statefulsets;
+  std::vector<nlohmann::json> daemonsets;
+  std::vector<nlohmann::json> replicationcontrollers;
+  std::vector<nlohmann::json> jobs;
+  std::vector<nlohmann::json> cronjobs;
+  std::vector<nlohmann::json> csidrivers;
+  std::vector<nlohmann::json> csinodes;
+};
+
+// Lists everything `plan` needs. Namespaced kinds are listed in `namespace_` only when it is
+// non-empty, else in all namespaces. Workload kinds a server does not serve (404 on the
+// collection, e.g. batch/v1 on a stripped-down API server) are left empty.
+StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std::string& namespace_);
+
+// A copy of `object` fit to be created again: metadata.uid, resourceVersion, creationTimestamp,
+// deletionTimestamp, deletionGracePeriodSeconds, generation, managedFields, selfLink and status
+// removed (the server sets them), and spec.claimRef.resourceVersion removed (it names a version
+// of the claim that a re-created PV must not pin).
+nlohmann::json StripServerFields(const nlohmann::json& object);
+
+// Small readers for API JSON; missing or mistyped fields read as empty.
+std::string Str(const nlohmann::json& object, const nlohmann::json::json_pointer& ptr);
+std::string NameOf(const nlohmann::json& object);
+std::string NamespaceOf(const nlohmann::json& object);
+std::string UidOf(const nlohmann::json& object);
+
+}  // namespace flexcsi::migrate

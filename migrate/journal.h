@@ -1,0 +1,112 @@
+// MigrationJournal: what `flexcsi migrate` has done and is about to do, one row per PV, kept in
+// SQLite so that a kill -9 at any point can be resumed (`apply` again) or undone (`rollback`).
+//
+// Every step is written, and fsync'd (WAL, synchronous=FULL), BEFORE the cluster write it
+// announces: after a crash the journal names a step that may or may not have happened, never one
+// that happened unannounced. Steps are therefore re-entrant: the mover re-reads the live objects
+// and decides, it never repeats a write blindly.
+//
+// The row keeps the original PV and PVC exactly as read (so rollback can re-create the PV with
+// its original source and binding) and the recorded workload replicas. PVs and PVCs name secrets
+// only by reference; Secrets are never read, so no secret data can reach the journal.
+//
+// One journal directory is used by one process at a time: Open takes an exclusive flock on
+// DIR/lock and refuses a second concurrent run with a message naming the holder's pid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+struct sqlite3;
+
+namespace flexcsi::migrate {
+
+// A workload scaled to zero for a migration, with the replicas to restore.
+struct ScaledWorkload {
+  std::string group_version;  // "apps/v1" or "v1" (ReplicationController)
+  std::string resource;       // "deployments", "statefulsets", "replicasets", ...
+  std::string kind;           // "Deployment", ...
+  std::string namespace_;
+  std::string name;
+  int64_t replicas = 0;  // as read before scaling down
+};
+
+nlohmann::json ToJson(const ScaledWorkload& w);
+StatusOr<ScaledWorkload> ScaledWorkloadFromJson(const nlohmann::json& j);
+
+// Where a migration of one PV stands.
+enum class RecordState {
+  kInProgress,  // a step was announced and the run did not reach the end
+  kMoved,       // apply finished: the claim is bound to the CSI PV
+  kRolledBack,  // rollback finished: the claim is bound to the original PV again
+};
+const char* RecordStateName(RecordState s);
+
+struct MigrationRecord {
+  std::string pv_name;
+  std::string direction = "apply";  // "apply" or "rollback"
+  std::string step;                 // the last step announced (see pv_mover.h)
+  RecordState state = RecordState::kInProgress;
+  nlohmann::json original_pv;   // as read before the first write
+  nlohmann::json original_pvc;  // as read before the first write
+  nlohmann::json target_pv;     // the translator's output, ready to create
+  std::string original_reclaim_policy;
+  // The claimRef uid written to release a PV (see pv_mover.h); empty until chosen.
+  std::string release_uid;
+  std::string new_pv_uid;  // uid of the PV this run created, once known
+  std::vector<ScaledWorkload> workloads;
+  bool workloads_recorded = false;  // replicas were read before any scale-down
+  std::string last_error;
+  int64_t updated_at = 0;  // unix seconds, set by the journal
+
+  std::string ClaimKey() const;  // "namespace/name" of the original claim
+};
+
+class MigrationJournal {
+ public:
+  // Creates DIR (0700) when missing, takes the run lock and opens DIR/journal.db.
+  static StatusOr<std::unique_ptr<MigrationJournal>> Open(const std::string& dir);
+  // For `status`: no lock (WAL lets readers in while a run writes). NotFound when there is no
+  // journal in DIR.
+  static StatusOr<std::unique_ptr<MigrationJournal>> OpenForReading(const std::string& dir);
+  ~MigrationJournal();
+
+  // Durable before it returns (fsync). Also appends (pv, direction, step) to the history.
+  Status Put(const MigrationRecord& record);
+  StatusOr<std::optional<MigrationRecord>> Get(const std::string& pv_name);
+  StatusOr<std::vector<MigrationRecord>> List();
+  // (step, direction, unix seconds) in the order written.
+  struct HistoryEntry {
+    std::string direction;
+    std::string step;
+    int64_t at = 0;
+  };
+  StatusOr<std::vector<HistoryEntry>> History(const std::string& pv_name);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  MigrationJournal(std::string dir, sqlite3* db, int lock_fd);
+  static StatusOr<std::unique_ptr<MigrationJournal>> OpenDatabase(const std::string& dir,
+                                                                  int lock_fd);
+  Status Migrate();
+
+  std::string dir_;
+  sqlite3* db_;
+  int lock_fd_;
+  std::mutex mu_;
+};
+
+// The default journal directory: $XDG_STATE_HOME/flexcsi/migrate, else
+// ~/.local/state/flexcsi/migrate.
+std::string DefaultJournalDir();
+
+}  // namespace flexcsi::migrate

@@ -1,0 +1,296 @@
+#include "migrate/migrate_command.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli_parse.h"
+#include "common/yaml_json.h"
+#include "kube/kube_client.h"
+#include "kube/kube_config.h"
+#include "migrate/cluster_objects.h"
+#include "migrate/journal.h"
+#include "migrate/planner.h"
+#include "migrate/pv_mover.h"
+#include "migrate/report.h"
+#include "translator/flexvolume_rules.h"
+#include "translator/translator.h"
+
+namespace flexcsi::migrate {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: flexcsi migrate COMMAND [flags]   (also: kubectl flexcsi migrate ...)\n"
+    "\n"
+    "commands:\n"
+    "  plan      list every in-tree and FlexVolume PV, what it becomes, and whether it can move\n"
+    "  apply     move PVs to their CSI twins (--pv NAME... | --all), journaled and resumable\n"
+    "  rollback  restore the original PVs, bindings and replicas (--pv NAME... | --all)\n"
+    "  status    show the journal\n"
+    "\n"
+    "Exit status: 0 all movable/moved, 3 some refused, 1 failed, 2 usage error.\n";
+
+struct CommonFlags {
+  kube::ConfigFlags kube;
+  std::string rules;
+  std::string output = "table";
+  std::string journal;
+};
+
+void AddKubeFlags(CLI::App& app, CommonFlags& f) {
+  app.add_option("--kubeconfig", f.kube.kubeconfig, "kubeconfig file (else $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--context", f.kube.context, "kubeconfig context");
+  app.add_option("-n,--namespace", f.kube.namespace_,
+                 "only PVs claimed from this namespace (default: all)");
+}
+
+StatusOr<translator::Translator> MakeTranslator(const std::string& rules_file) {
+  if (rules_file.empty()) return translator::Translator();
+  auto rules = translator::LoadFlexVolumeRulesFile(rules_file);
+  if (!rules.ok()) return rules.status();
+  return translator::Translator(std::move(*rules));
+}
+
+StatusOr<std::unique_ptr<kube::KubeClient>> MakeClient(const kube::ConfigFlags& flags) {
+  // The namespace flag filters claims; the client itself always works cluster-wide.
+  kube::ConfigFlags f = flags;
+  f.namespace_.clear();
+  auto config = kube::LoadClientConfig(f);
+  if (!config.ok()) return config.status();
+  return kube::KubeClient::Create(std::move(*config));
+}
+
+bool ProgressWanted(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
+
+int Error(std::ostream& err, const std::string& what, const Status& s) {
+  err << "flexcsi migrate " << what << ": " << s.message() << "\n";
+  return kExitFailed;
+}
+
+int ExitFor(const std::vector<MoveResult>& results) {
+  bool refused = false;
+  for (const auto& r : results) {
+    if (r.outcome == Outcome::kFailed) return kExitFailed;
+    if (r.outcome == Outcome::kRefused) refused = true;
+  }
+  return refused ? kExitRefused : kExitOk;
+}
+
+int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app("Show what every in-tree and FlexVolume PV becomes under CSI, and whether it can "
+               "move now.",
+               "flexcsi migrate plan");
+  CommonFlags f;
+  AddKubeFlags(app, f);
+  app.add_option("--rules", f.rules, "FlexVolume rules file (as for flexcsi translate)");
+  app.add_option("-o,--output", f.output, "table, json or yaml")
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
+
+  auto translator = MakeTranslator(f.rules);
+  if (!translator.ok()) return Error(err, "plan", translator.status());
+  auto client = MakeClient(f.kube);
+  if (!client.ok()) return Error(err, "plan", client.status());
+  auto objects = ListClusterObjects(**client, f.kube.namespace_);
+  if (!objects.ok()) return Error(err, "plan", objects.status());
+  const Plan plan = BuildPlan(*objects, *translator, PlanOptions{f.kube.namespace_});
+  if (f.output == "json") {
+    out << PlanToJson(plan).dump(2) << "\n";
+  } else if (f.output == "yaml") {
+    out << JsonToYaml(PlanToJson(plan));
+  } else {
+    PrintPlanTable(plan, out);
+  }
+  for (const auto& v : plan.volumes) {
+    if (v.verdict != Verdict::kCanMove) return kExitRefused;
+  }
+  return kExitOk;
+}
+
+bool Confirm(const std::string& question, bool yes, std::istream& in, std::ostream& err) {
+  if (yes) return true;
+  if (&in != &std::cin || !::isatty(STDIN_FILENO)) {
+    err << "flexcsi migrate: " << question << " Not a terminal: add --yes to confirm.\n";
+    return false;
+  }
+  err << question << " [y/N] " << std::flush;
+  std::string answer;
+  std::getline(in, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std::istream& in,
+                       std::ostream& out, std::ostream& err) {
+  const std::string name = rollback ? "rollback" : "apply";
+  CLI::App app(rollback ? "Restore the original PVs, bindings and replicas of journaled migrations."
+                        : "Move PVs to their CSI twins: journaled, resumable, reversible.",
+               "flexcsi migrate " + name);
+  CommonFlags f;
+  AddKubeFlags(app, f);
+  std::vector<std::string> pvs;
+  bool all = false, scale_down = false, dry_run = false, yes = false;
+  double timeout_seconds = 300;
+  app.add_option("--pv", pvs, "PV name (repeatable)");
+  app.add_flag("--all", all,
+               rollback ? "every PV in the journal" : "every PV the plan lists, and unfinished ones");
+  app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
+  app.add_flag("--yes,-y", yes, "do not ask for confirmation");
+  app.add_option("--timeout", timeout_seconds,
+                 "seconds to wait for each cluster change (pods gone, detach, binding)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-o,--output", f.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  if (!rollback) {
+    app.add_option("--rules", f.rules, "FlexVolume rules file (as for flexcsi translate)");
+    app.add_flag("--scale-down", scale_down,
+                 "scale owning Deployments/StatefulSets/ReplicaSets to 0 and restore them after");
+    app.add_flag("--dry-run", dry_run, "send every write with dryRun=All; journal nothing");
+  }
+  if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
+  if (all == !pvs.empty()) {
+    err << "flexcsi migrate " << name << ": give either --pv NAME... or --all\n";
+    return kExitUsage;
+  }
+  if (f.journal.empty()) f.journal = DefaultJournalDir();
+
+  auto translator = MakeTranslator(f.rules);
+  if (!translator.ok()) return Error(err, name, translator.status());
+  auto client = MakeClient(f.kube);
+  if (!client.ok()) return Error(err, name, client.status());
+
+  std::unique_ptr<MigrationJournal> journal;
+  if (!dry_run) {
+    auto opened = MigrationJournal::Open(f.journal);
+    if (!opened.ok()) return Error(err, name, opened.status());
+    journal = std::move(*opened);
+  }
+
+  // Which PVs, in a fixed order.
+  std::vector<std::string> names;
+  std::vector<MoveResult> results;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& pv) {
+    if (seen.insert(pv).second) names.push_back(pv);
+  };
+  if (!all) {
+    for (const auto& pv : pvs) add(pv);
+  } else if (rollback) {
+    auto records = journal->List();
+    if (!records.ok()) return Error(err, name, records.status());
+    for (const auto& r : *records) {
+      if (r.state != RecordState::kRolledBack) add(r.pv_name);
+    }
+  } else {
+    if (journal) {
+      auto records = journal->List();
+      if (!records.ok()) return Error(err, name, records.status());
+      for (const auto& r : *records) {
+        if (r.state == RecordState::kInProgress && r.direction == "apply") add(r.pv_name);
+      }
+    }
+    auto objects = ListClusterObjects(**client, f.kube.namespace_);
+    if (!objects.ok()) return Error(err, name, objects.status());
+    const Plan plan = BuildPlan(*objects, *translator, PlanOptions{f.kube.namespace_});
+    for (const auto& v : plan.volumes) {
+      if (seen.count(v.pv_name)) continue;
+      if (v.verdict == Verdict::kCanMove || (v.verdict == Verdict::kInUse && scale_down)) {
+        add(v.pv_name);
+      } else {
+        MoveResult r;
+        r.pv_name = v.pv_name;
+        r.claim = v.ClaimKey();
+        r.csi_driver = v.csi_driver;
+        r.outcome = Outcome::kRefused;
+        r.message = std::string(VerdictName(v.verdict)) + ": " + v.reason;
+        results.push_back(r);
+        seen.insert(v.pv_name);
+      }
+    }
+  }
+
+  if (!dry_run && !names.empty()) {
+    const std::string question = (rollback ? "Roll back " : "Move ") +
+                                 std::to_string(names.size()) + " PV" +
+                                 (names.size() == 1 ? "" : "s") + "?";
+    if (!Confirm(question, yes, in, err)) return kExitUsage;
+  }
+
+  MoveOptions options;
+  options.scale_down = scale_down;
+  options.dry_run = dry_run;
+  options.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  if (ProgressWanted(err)) {
+    options.progress = [&err](const std::string& line) { err << line << "\n" << std::flush; };
+  }
+  PvMover mover(client->get(), journal.get(), &*translator, options);
+  for (const auto& pv : names) {
+    MoveResult r = rollback ? mover.Rollback(pv) : mover.Apply(pv);
+    if (options.progress) {
+      options.progress(pv + ": " + OutcomeName(r.outcome) +
+                       (r.message.empty() ? "" : " (" + r.message + ")"));
+    }
+    results.push_back(std::move(r));
+  }
+  if (f.output == "json") {
+    out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";
+  } else {
+    PrintResultsTable(results, out);
+  }
+  return ExitFor(results);
+}
+
+int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app("Show the migration journal: where each PV's migration stands.",
+               "flexcsi migrate status");
+  CommonFlags f;
+  app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
+  app.add_option("-o,--output", f.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
+  if (f.journal.empty()) f.journal = DefaultJournalDir();
+  auto journal = MigrationJournal::OpenForReading(f.journal);
+  std::vector<MigrationRecord> records;
+  if (journal.ok()) {
+    auto listed = (*journal)->List();
+    if (!listed.ok()) return Error(err, "status", listed.status());
+    records = std::move(*listed);
+  } else if (journal.status().code() != Code::kNotFound) {
+    return Error(err, "status", journal.status());
+  }
+  if (f.output == "json") {
+    out << JournalToJson(records).dump(2) << "\n";
+  } else if (records.empty()) {
+    out << "No migrations in " << f.journal << ".\n";
+  } else {
+    PrintJournalTable(records, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunMigrateCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+                      std::ostream& err) {
+  if (args.empty()) {
+    err << kUsage;
+    return kExitUsage;
+  }
+  const std::string& sub = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "plan") return RunPlan(rest, out, err);
+  if (sub == "apply") return RunApplyOrRollback(false, rest, in, out, err);
+  if (sub == "rollback") return RunApplyOrRollback(true, rest, in, out, err);
+  if (sub == "status") return RunStatus(rest, out, err);
+  if (sub == "help" || sub == "--help" || sub == "-h") {
+    out << kUsage;
+    return kExitOk;
+  }
+  err << "flexcsi migrate: unknown command \"" << sub << "\"\n\n" << kUsage;
+  return kExitUsage;
+}
+
+}  // namespace flexcsi::migrate

@@ -1,0 +1,107 @@
+// PvMover: moves one PV from its in-tree or FlexVolume source to its CSI twin on a live cluster
+// (Apply), or back (Rollback), one journaled step at a time.
+//
+// Apply, for PV `P` bound to claim `C`:
+//   checked            fresh re-read: translatable, C Bound to P, driver registered, not in use
+//                      (or --scale-down and every pod has a scalable owner); the row is written
+//                      with the original P and C, the target PV and a release uid
+//   scaling-down       owners' replicas recorded, then /scale to 0; wait until no pod holds C
+//                      and no node lists the volume in status.volumesAttached / volumesInUse
+//   retaining          P.reclaimPolicy = Retain (update with resourceVersion), confirmed by a
+//                      re-read
+//   releasing          P.claimRef.uid = the release uid. The PV controller now sees P's claim as
+//                      gone: P goes Released (Retain: nothing is reclaimed) and C goes Lost
+//                      ("bound to a volume bound to another claim"). P is no longer Bound, which
+//                      is the one condition pv-protection guards, so the finalizer may go.
+//   deleting-old       fresh re-read must show Retain; DELETE with uid+resourceVersion
+//                      preconditions; the pv-protection finalizer is removed once P is seen not
+//                      Bound (the controller does the same); wait until P is gone
+//   creating-new       C's uid re-checked; the translator's output is created under the same name
+//                      with claimRef {C's namespace, name, uid} and reclaim Retain
+//   binding            wait for the PV controller: C Lost -> Bound to the new P, P Bound
+//   restoring-policy   the original reclaim policy on the new P
+//   restoring-replicas the recorded replicas (only where the workload is still at 0)
+//   done
+// Rollback walks back from any step with rb-retaining, rb-releasing, rb-deleting-new,
+// rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas and ends
+// rolled-back: the original PV (same name, original source, claimRef to C's uid, original
+// policy), C Bound to it, replicas as recorded.
+//
+// Every step is journaled before it is taken and is re-entrant: it re-reads the live objects and
+// decides (PVs are recognised by their volume source, not by a remembered state), so a resume
+// after kill -9 never repeats a write blindly. Writes of PVs are read-modify-write updates that
+// carry resourceVersion; a 409 Conflict is answered by re-reading and deciding again. No PV is
+// deleted unless a fresh read shows reclaim Retain, and never without a uid precondition; a
+// claim is never written at all.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "kube/kube_client.h"
+#include "migrate/journal.h"
+#include "migrate/planner.h"
+#include "translator/translator.h"
+
+namespace flexcsi::migrate {
+
+struct MoveOptions {
+  bool scale_down = false;
+  bool dry_run = false;  // every write with dryRun=All; nothing journaled
+  std::chrono::milliseconds wait_timeout{std::chrono::minutes(5)};  // per wait
+  std::chrono::milliseconds poll_interval{200};
+  // Progress lines ("pv-1: retaining"); may be empty.
+  std::function<void(const std::string& line)> progress;
+};
+
+enum class Outcome {
+  kMoved,       // apply: the claim is bound to the CSI PV (also "was already")
+  kRolledBack,  // rollback: the claim is bound to the original PV again
+  kWouldMove,   // dry run: every write was accepted by the server
+  kRefused,     // nothing was written; see message
+  kFailed,      // a step failed; the journal holds where it stands
+};
+const char* OutcomeName(Outcome o);
+
+struct MoveResult {
+  std::string pv_name;
+  std::string claim;  // namespace/name
+  std::string csi_driver;
+  Outcome outcome = Outcome::kFailed;
+  std::string step;     // the last step journaled
+  std::string message;  // the reason for kRefused / kFailed, notes otherwise
+  std::vector<std::string> actions;  // dry run: the writes the server accepted
+};
+
+// The apply steps in order, and the rollback steps in order (names as journaled).
+const std::vector<std::string>& ApplySteps();
+const std::vector<std::string>& RollbackSteps();
+
+class PvMover {
+ public:
+  // `journal` may be null only with dry_run. All pointers must outlive the mover.
+  PvMover(kube::KubeClient* client, MigrationJournal* journal,
+          const translator::Translator* translator, MoveOptions options);
+
+  MoveResult Apply(const std::string& pv_name);
+  MoveResult Rollback(const std::string& pv_name);
+
+ private:
+  class Run;
+  kube::KubeClient* client_;
+  MigrationJournal* journal_;
+  const translator::Translator* translator_;
+  MoveOptions options_;
+};
+
+// FLEXCSI_MIGRATE_CRASH_AFTER=<step> SIGKILLs the process right after <step> is journaled (before
+// its write); <step>+ right after the step's writes, before the next step is journaled. For the
+// crash tests; unset in normal use.
+void MaybeCrashForTest(const std::string& step, bool after_action);
+
+}  // namespace flexcsi::migrate

@@ -1,0 +1,214 @@
+#include "migrate/report.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+
+namespace flexcsi::migrate {
+
+using nlohmann::json;
+
+namespace {
+
+json WorkloadJson(const WorkloadRef& w) {
+  return {{"kind", w.kind}, {"namespace", w.namespace_}, {"name", w.name},
+          {"scalable", w.scalable()}};
+}
+
+std::string Time(int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+}  // namespace
+
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> widths(header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    if (row.size() > widths.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  };
+  measure(header);
+  for (const auto& r : rows) measure(r);
+  auto print = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < widths.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      line += cell;
+      if (i + 1 < widths.size()) line += std::string(widths[i] - cell.size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  };
+  print(header);
+  for (const auto& r : rows) print(r);
+}
+
+json PlanToJson(const Plan& plan) {
+  json volumes = json::array();
+  size_t movable = 0;
+  std::map<std::string, size_t> by_verdict;
+  for (const auto& v : plan.volumes) {
+    json pods = json::array();
+    for (const auto& p : v.pods) {
+      json pod = {{"namespace", p.namespace_}, {"name", p.name}, {"phase", p.phase},
+                  {"node", p.node}};
+      if (!p.owner.kind.empty()) pod["owner"] = WorkloadJson(p.owner);
+      pods.push_back(pod);
+    }
+    json workloads = json::array();
+    for (const auto& w : v.workloads) workloads.push_back(WorkloadJson(w));
+    json entry = {{"pv", v.pv_name},
+                  {"source", v.source},
+                  {"plugin", v.plugin},
+                  {"csiDriver", v.csi_driver},
+                  {"reclaimPolicy", v.reclaim_policy},
+                  {"phase", v.pv_phase},
+                  {"pods", pods},
+                  {"workloads", workloads},
+                  {"canMove", v.verdict == Verdict::kCanMove},
+                  {"verdict", VerdictName(v.verdict)},
+                  {"reason", v.reason}};
+    if (!v.claim_name.empty()) {
+      entry["claim"] = {{"namespace", v.claim_namespace},
+                        {"name", v.claim_name},
+                        {"phase", v.claim_phase}};
+    }
+    if (!v.target_pv.is_null()) entry["targetPV"] = v.target_pv;
+    if (v.verdict == Verdict::kCanMove) ++movable;
+    ++by_verdict[VerdictName(v.verdict)];
+    volumes.push_back(std::move(entry));
+  }
+  json inline_volumes = json::array();
+  for (const auto& w : plan.inline_volumes) {
+    inline_volumes.push_back({{"kind", w.kind},
+                              {"namespace", w.namespace_},
+                              {"name", w.name},
+                              {"volume", w.volume},
+                              {"source", w.source},
+                              {"csiDriver", w.csi_driver},
+                              {"note", w.note}});
+  }
+  return {{"apiVersion", "flexcsi.io/v1alpha1"},
+          {"kind", "MigrationPlan"},
+          {"volumes", volumes},
+          {"inlineVolumes", inline_volumes},
+          {"summary",
+           {{"volumes", plan.volumes.size()},
+            {"canMove", movable},
+            {"cannotMove", plan.volumes.size() - movable},
+            {"byVerdict", by_verdict},
+            {"inlineVolumes", plan.inline_volumes.size()}}}};
+}
+
+void PrintPlanTable(const Plan& plan, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  size_t movable = 0;
+  for (const auto& v : plan.volumes) {
+    std::string users;
+    for (const auto& p : v.pods) {
+      if (!users.empty()) users += ",";
+      users += p.name;
+      if (!p.owner.kind.empty()) users += "(" + p.owner.ToString() + ")";
+    }
+    if (v.verdict == Verdict::kCanMove) ++movable;
+    rows.push_back({v.pv_name, v.source, OrDash(v.ClaimKey()), OrDash(v.csi_driver),
+                    v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict),
+                    OrDash(users), v.reason});
+  }
+  PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
+  out << "\n" << plan.volumes.size() << " PVs: " << movable << " can move now, "
+      << plan.volumes.size() - movable << " cannot.\n";
+  if (!plan.inline_volumes.empty()) {
+    out << "\nInline in-tree/FlexVolume volumes in pod templates (operator work: edit these "
+           "workloads; migrate never does):\n";
+    std::vector<std::vector<std::string>> inline_rows;
+    for (const auto& w : plan.inline_volumes) {
+      inline_rows.push_back({w.kind, w.namespace_ + "/" + w.name, w.volume, w.source,
+                             OrDash(w.csi_driver), w.note});
+    }
+    PrintTable({"KIND", "NAME", "VOLUME", "SOURCE", "CSI DRIVER", "NOTE"}, inline_rows, out);
+  }
+}
+
+json ResultsToJson(const std::string& command, const std::vector<MoveResult>& results) {
+  json items = json::array();
+  std::map<std::string, size_t> counts;
+  for (const auto& r : results) {
+    json item = {{"pv", r.pv_name},       {"claim", r.claim},     {"csiDriver", r.csi_driver},
+                 {"result", OutcomeName(r.outcome)}, {"step", r.step}, {"message", r.message}};
+    if (!r.actions.empty()) item["dryRunActions"] = r.actions;
+    items.push_back(std::move(item));
+    ++counts[OutcomeName(r.outcome)];
+  }
+  return {{"apiVersion", "flexcsi.io/v1alpha1"},
+          {"kind", "MigrationReport"},
+          {"command", command},
+          {"results", items},
+          {"summary", counts}};
+}
+
+void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, size_t> counts;
+  for (const auto& r : results) {
+    rows.push_back({r.pv_name, OrDash(r.claim), OrDash(r.csi_driver), OutcomeName(r.outcome),
+                    OrDash(r.step), r.message});
+    ++counts[OutcomeName(r.outcome)];
+  }
+  PrintTable({"PV", "CLAIM", "CSI DRIVER", "RESULT", "STEP", "MESSAGE"}, rows, out);
+  std::string summary;
+  for (const auto& [k, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+  out << "\n" << results.size() << " PVs: " << (summary.empty() ? "nothing to do" : summary)
+      << ".\n";
+  for (const auto& r : results) {
+    for (const auto& a : r.actions) out << "  " << r.pv_name << ": would " << a << "\n";
+  }
+}
+
+json JournalToJson(const std::vector<MigrationRecord>& records) {
+  json items = json::array();
+  for (const auto& r : records) {
+    json workloads = json::array();
+    for (const auto& w : r.workloads) workloads.push_back(ToJson(w));
+    items.push_back({{"pv", r.pv_name},
+                     {"claim", r.ClaimKey()},
+                     {"direction", r.direction},
+                     {"step", r.step},
+                     {"state", RecordStateName(r.state)},
+                     {"originalReclaimPolicy", r.original_reclaim_policy},
+                     {"csiDriver", r.target_pv.is_object() && r.target_pv.contains("spec")
+                                       ? r.target_pv["spec"].value("csi", json::object())
+                                             .value("driver", "")
+                                       : ""},
+                     {"workloads", workloads},
+                     {"lastError", r.last_error},
+                     {"updated", Time(r.updated_at)}});
+  }
+  return {{"apiVersion", "flexcsi.io/v1alpha1"}, {"kind", "MigrationJournal"}, {"items", items}};
+}
+
+void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : records) {
+    std::string replicas;
+    for (const auto& w : r.workloads) {
+      if (!replicas.empty()) replicas += ",";
+      replicas += w.kind + "/" + w.name + "=" + std::to_string(w.replicas);
+    }
+    rows.push_back({r.pv_name, OrDash(r.ClaimKey()), r.direction, r.step,
+                    RecordStateName(r.state), OrDash(replicas), Time(r.updated_at),
+                    r.last_error});
+  }
+  PrintTable({"PV", "CLAIM", "DIRECTION", "STEP", "STATE", "REPLICAS", "UPDATED", "ERROR"}, rows,
+             out);
+}
+
+}  // namespace flexcsi::migrate

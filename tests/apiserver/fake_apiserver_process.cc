@@ -42,11 +42,16 @@ Status FakeApiServerProcess::Start(const std::string& dir, FakeApiServerOptions 
   if (running()) return FailedPrecondition("fake API server already running");
   dir_ = dir;
   options_ = std::move(options);
+  return Launch(options_.port);
+}
+
+Status FakeApiServerProcess::Launch(int port) {
   if (Status s = MakeDirs(dir_); !s.ok()) return s;
   // A stale port file from an earlier run must not be mistaken for readiness.
   unlink((dir_ + "/port").c_str());
 
-  std::vector<std::string> args = {"python3", FLEXCSI_FAKE_APISERVER, "--dir", dir_};
+  std::vector<std::string> args = {"python3", FLEXCSI_FAKE_APISERVER, "--dir", dir_,
+                                   "--port", std::to_string(port)};
   for (const std::string& token : options_.tokens) {
     args.push_back("--token");
     args.push_back(token);
@@ -142,8 +147,9 @@ Status FakeApiServerProcess::Kill() {
 }
 
 Status FakeApiServerProcess::Restart() {
+  const int port = port_;
   if (Status s = Stop(); !s.ok()) return s;
-  return Start(dir_, options_);
+  return Launch(port);
 }
 
 }  // namespace flexcsi::testing

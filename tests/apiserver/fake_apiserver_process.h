@@ -17,6 +17,7 @@
 namespace flexcsi::testing {
 
 struct FakeApiServerOptions {
+  int port = 0;                     // 0: any free port (Restart() keeps the one it got)
   std::vector<std::string> tokens;  // accepted bearer tokens; empty: "fake-token"
   bool snapshot_crds = false;       // serve snapshot.storage.k8s.io/v1
   bool persist_state = true;        // journal writes to DIR/state.jsonl, so Restart() keeps them
@@ -43,8 +44,8 @@ class FakeApiServerProcess {
   Status Stop();
   // SIGKILL at once, like a crashed API server; reaps the child.
   Status Kill();
-  // Stop() then Start() with the same directory and options. With persist_state the objects
-  // survive; the port usually changes, and the kubeconfig files are rewritten to match.
+  // Stop() then Start() with the same directory, options and port, so clients built from the
+  // old kubeconfig reach the new server. With persist_state the objects survive.
   Status Restart();
 
   bool running() const { return pid_ > 0; }
@@ -58,6 +59,7 @@ class FakeApiServerProcess {
   std::string server_url() const;
 
  private:
+  Status Launch(int port);
   Status WaitForPortFile();
   Status Reap(std::chrono::milliseconds timeout);
 

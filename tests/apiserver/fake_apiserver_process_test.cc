@@ -70,9 +70,12 @@ TEST_F(FakeApiServerFixture, StartWritesKubeconfigs) {
 TEST_F(FakeApiServerFixture, KillThenRestartServesAgain) {
   ASSERT_TRUE(server_.Start(dir_).ok());
   const std::string ca = ReadFile(server_.ca_path());
+  const int port = server_.port();
   ASSERT_TRUE(server_.Kill().ok());
   EXPECT_FALSE(server_.running());
+  EXPECT_FALSE(Listening(port));
   ASSERT_TRUE(server_.Restart().ok());
+  EXPECT_EQ(server_.port(), port);  // clients' kubeconfigs stay valid
   EXPECT_TRUE(Listening(server_.port()));
   EXPECT_EQ(ReadFile(server_.ca_path()), ca);  // clients' CA files stay valid
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/state.jsonl"));

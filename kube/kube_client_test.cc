@@ -1,0 +1,327 @@
+// The client against the strict local API server (tests/apiserver) over real TLS: both kinds of
+// credentials, trust, every verb with its server-side rules, retries and a dying server.
+#include "kube/kube_client.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/command_runner.h"
+#include "kube/api_server_fixture.h"
+
+namespace flexcsi::kube {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Json ConfigMap(const std::string& name, const std::string& value) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"labels", {{"suite", "kube"}}}}},
+          {"data", {{"key", value}}}};
+}
+
+// One fake API server for the whole suite; every test works in a namespace of its own.
+class KubeClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new TestApiServer();
+    Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(server_->process().running());
+    client_ = ConnectOrFail(server_->Config());
+    ASSERT_NE(client_, nullptr);
+    ns_ = NamespaceForCurrentTest();
+    CreateNamespace(client_.get(), ns_);
+    char tmpl[] = "/tmp/kube_client_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    server_->Control("fail", {{"clear", true}});
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void Control(const std::string& action, Json body) {
+    if (action == "fail" && !body.contains("clear")) body["pathContains"] = "/" + ns_ + "/";
+    server_->Control(action, body);
+  }
+  ResourcePath ConfigMaps() const { return ResourcePath::Core("configmaps", ns_); }
+
+  static TestApiServer* server_;
+  std::unique_ptr<KubeClient> client_;
+  std::string ns_;
+  std::string dir_;  // scratch files of this test
+};
+TestApiServer* KubeClientTest::server_ = nullptr;
+
+std::unique_ptr<KubeClient> Connect(ClientConfig config) { return ConnectOrFail(std::move(config)); }
+
+TEST_F(KubeClientTest, ClientCertificateAndTokenBothAuthenticate) {
+  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("cm", "v")).ok());
+  EXPECT_EQ(client_->DefaultNamespace(), "default");  // the kubeconfig's context says so
+  std::unique_ptr<KubeClient> by_token = Connect(server_->Config(/*token=*/true));
+  StatusOr<Json> got = by_token->Get(ConfigMaps().Named("cm"));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["data"]["key"], "v");
+}
+
+TEST_F(KubeClientTest, NoOrWrongCredentialsGet401) {
+  ClientConfig anonymous = client_->config();
+  anonymous.client_cert_pem.clear();
+  anonymous.client_key_pem.clear();
+  StatusOr<Json> got = Connect(anonymous)->Get(ConfigMaps().Named("x"));
+  EXPECT_EQ(got.status().code(), Code::kUnauthenticated) << got.status().ToString();
+  EXPECT_EQ(ApiReason(got.status()), "Unauthorized");
+
+  anonymous.token = "not-the-token";
+  got = Connect(anonymous)->Get(ConfigMaps().Named("x"));
+  EXPECT_EQ(got.status().code(), Code::kUnauthenticated) << got.status().ToString();
+  EXPECT_EQ(got.status().message().find("not-the-token"), std::string::npos);
+}
+
+TEST_F(KubeClientTest, ServerCertificateMustChainToConfiguredCa) {
+  // A CA of our own that never signed the server's certificate.
+  std::string other = dir_ + "/other-ca";
+  StatusOr<std::string> made = RunCommand(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+       "-nodes", "-keyout", other + ".key", "-out", other + ".crt", "-days", "1", "-subj",
+       "/CN=other-ca"},
+      std::chrono::seconds(30));
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  ClientConfig config = client_->config();
+  config.ca_pem = ReadFile(other + ".crt");
+  config.max_retries = 3;
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<Json> got = Connect(config)->Get(ConfigMaps().Named("x"));
+  EXPECT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("certificate"), std::string::npos);
+  // Not retried: an untrusted certificate does not become trusted by waiting.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(KubeClientTest, TlsServerNameIsWhatTheCertificateMustName) {
+  ClientConfig config = client_->config();
+  config.tls_server_name = "localhost";  // in the server's SANs; the URL says 127.0.0.1
+  ASSERT_TRUE(Connect(config)->Create(ConfigMaps(), ConfigMap("named", "v")).ok());
+  config.tls_server_name = "kubernetes.example";  // not in the SANs
+  config.max_retries = 0;
+  StatusOr<Json> got = Connect(config)->Get(ConfigMaps().Named("named"));
+  EXPECT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("kubernetes.example"), std::string::npos)
+      << got.status().ToString();
+}
+
+TEST_F(KubeClientTest, CreateConflictsAndAlreadyExists) {
+  StatusOr<Json> created = client_->Create(ConfigMaps(), ConfigMap("cm", "1"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  StatusOr<Json> again = client_->Create(ConfigMaps(), ConfigMap("cm", "1"));
+  EXPECT_TRUE(IsAlreadyExists(again.status())) << again.status().ToString();
+  EXPECT_EQ(ApiReason(again.status()), "AlreadyExists");
+
+  Json fresh = *created;
+  fresh["data"]["key"] = "2";
+  StatusOr<Json> updated = client_->Update(ConfigMaps().Named("cm"), fresh);
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_NE((*updated)["metadata"]["resourceVersion"], (*created)["metadata"]["resourceVersion"]);
+
+  Json stale = *created;  // still carries the first resourceVersion
+  stale["data"]["key"] = "3";
+  StatusOr<Json> conflict = client_->Update(ConfigMaps().Named("cm"), stale);
+  EXPECT_TRUE(IsConflict(conflict.status())) << conflict.status().ToString();
+  EXPECT_EQ(ApiReason(conflict.status()), "Conflict");
+  EXPECT_EQ((*client_->Get(ConfigMaps().Named("cm")))["data"]["key"], "2");
+
+  StatusOr<Json> missing = client_->Get(ConfigMaps().Named("absent"));
+  EXPECT_TRUE(IsNotFound(missing.status())) << missing.status().ToString();
+}
+
+TEST_F(KubeClientTest, ListFollowsContinueAcrossPages) {
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("cm-" + std::to_string(i), "v")).ok());
+  }
+  Json other = ConfigMap("unlabelled", "v");
+  other["metadata"].erase("labels");
+  ASSERT_TRUE(client_->Create(ConfigMaps(), other).ok());
+  ListOptions options;
+  options.page_size = 3;
+  options.label_selector = "suite=kube";
+  StatusOr<Json> list = client_->List(ConfigMaps(), options);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ((*list)["items"].size(), 7u);  // three pages of 3, 3 and 1
+  std::set<std::string> names;
+  for (const Json& item : (*list)["items"]) names.insert(item["metadata"]["name"]);
+  EXPECT_EQ(names.size(), 7u);
+  EXPECT_FALSE((*list)["metadata"].value("resourceVersion", "").empty());
+}
+
+TEST_F(KubeClientTest, PatchTypes) {
+  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("p", "v")).ok());
+  ResourcePath cm = ConfigMaps().Named("p");
+  StatusOr<Json> merged =
+      client_->Patch(cm, PatchType::kMerge, {{"data", {{"added", "m"}, {"key", nullptr}}}});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ((*merged)["data"], Json({{"added", "m"}}));
+
+  StatusOr<Json> strategic = client_->Patch(cm, PatchType::kStrategicMerge,
+                                            {{"metadata", {{"finalizers", {"example.com/f"}}}}});
+  ASSERT_TRUE(strategic.ok()) << strategic.status().ToString();
+  EXPECT_EQ((*strategic)["metadata"]["finalizers"], Json({"example.com/f"}));
+
+  Json ops = Json::array({{{"op", "test"}, {"path", "/data/added"}, {"value", "m"}},
+                          {{"op", "replace"}, {"path", "/data/added"}, {"value", "j"}}});
+  StatusOr<Json> json_patched = client_->Patch(cm, PatchType::kJson, ops);
+  ASSERT_TRUE(json_patched.ok()) << json_patched.status().ToString();
+  EXPECT_EQ((*json_patched)["data"]["added"], "j");
+  StatusOr<Json> failed_test = client_->Patch(cm, PatchType::kJson, ops);  // "m" is gone now
+  EXPECT_FALSE(failed_test.ok());
+  EXPECT_EQ((*client_->Get(cm))["data"]["added"], "j");
+}
+
+TEST_F(KubeClientTest, DeletePreconditionsProtectARecreatedNamesake) {
+  StatusOr<Json> first = client_->Create(ConfigMaps(), ConfigMap("d", "1"));
+  ASSERT_TRUE(first.ok());
+  std::string old_uid = (*first)["metadata"]["uid"];
+  ASSERT_TRUE(client_->Delete(ConfigMaps().Named("d")).ok());
+  StatusOr<Json> second = client_->Create(ConfigMaps(), ConfigMap("d", "2"));
+  ASSERT_TRUE(second.ok());
+
+  DeleteOptions stale;
+  stale.precondition_uid = old_uid;
+  StatusOr<Json> refused = client_->Delete(ConfigMaps().Named("d"), stale);
+  EXPECT_TRUE(IsConflict(refused.status())) << refused.status().ToString();
+  DeleteOptions stale_rv;
+  stale_rv.precondition_resource_version = (*first)["metadata"]["resourceVersion"];
+  EXPECT_TRUE(IsConflict(client_->Delete(ConfigMaps().Named("d"), stale_rv).status()));
+  EXPECT_TRUE(client_->Get(ConfigMaps().Named("d")).ok());
+
+  DeleteOptions exact;
+  exact.precondition_uid = (*second)["metadata"]["uid"];
+  exact.precondition_resource_version = (*second)["metadata"]["resourceVersion"];
+  exact.propagation_policy = "Background";
+  ASSERT_TRUE(client_->Delete(ConfigMaps().Named("d"), exact).ok());
+  EXPECT_TRUE(IsNotFound(client_->Get(ConfigMaps().Named("d")).status()));
+}
+
+TEST_F(KubeClientTest, DryRunWritesStoreNothing) {
+  WriteOptions dry;
+  dry.dry_run = true;
+  StatusOr<Json> created = client_->Create(ConfigMaps(), ConfigMap("dry", "v"), dry);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ((*created)["metadata"]["name"], "dry");
+  EXPECT_TRUE(IsNotFound(client_->Get(ConfigMaps().Named("dry")).status()));
+
+  StatusOr<Json> real = client_->Create(ConfigMaps(), ConfigMap("dry", "v"));
+  ASSERT_TRUE(real.ok());
+  ASSERT_TRUE(client_->Patch(ConfigMaps().Named("dry"), PatchType::kMerge,
+                             {{"data", {{"key", "changed"}}}}, dry)
+                  .ok());
+  DeleteOptions dry_delete;
+  dry_delete.dry_run = true;
+  ASSERT_TRUE(client_->Delete(ConfigMaps().Named("dry"), dry_delete).ok());
+  StatusOr<Json> after = client_->Get(ConfigMaps().Named("dry"));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)["data"]["key"], "v");
+  EXPECT_EQ((*after)["metadata"]["resourceVersion"], (*real)["metadata"]["resourceVersion"]);
+}
+
+TEST_F(KubeClientTest, TooManyRequestsAndServerErrorsAreRetried) {
+  Control("fail", {{"code", 429}, {"count", 1}, {"retryAfterSeconds", 1}, {"method", "POST"}});
+  Control("fail", {{"code", 500}, {"count", 2}, {"method", "POST"}});
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<Json> created = client_->Create(ConfigMaps(), ConfigMap("retried", "v"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  // The 429 asked for a second's pause, and it was honoured.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(950));
+
+  // More failures than retries: the last answer, as kUnavailable with the server's reason.
+  ClientConfig few = client_->config();
+  few.max_retries = 1;
+  Control("fail", {{"code", 503}, {"count", 5}, {"retryAfterSeconds", 0}, {"method", "GET"}});
+  StatusOr<Json> got = Connect(few)->Get(ConfigMaps().Named("retried"));
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+  EXPECT_EQ(ApiReason(got.status()), "ServiceUnavailable");
+  Control("fail", {{"clear", true}});
+}
+
+// Owns its server: it kills it.
+TEST(KubeClientCrashTest, KilledServerGivesUnavailableWithinTimeout) {
+  TestApiServer server;
+  ASSERT_TRUE(server.Start().ok());
+  server.Control("delay", {{"ms", 3000}});
+  ClientConfig config = server.Config();
+  config.request_timeout = std::chrono::seconds(8);
+  config.max_retries = 2;  // reconnecting to a dead server: refused at once, twice
+  std::unique_ptr<KubeClient> client = Connect(config);
+  std::atomic<bool> done{false};
+  Status result;
+  std::thread call([&] {
+    result = client->Get(ResourcePath::Core("configmaps", "default").Named("any")).status();
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done.load());  // the call is in flight when the server dies
+  auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(server.process().Kill().ok());
+  call.join();
+  EXPECT_EQ(result.code(), Code::kUnavailable) << result.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(8));
+}
+
+TEST_F(KubeClientTest, TokenFileIsReadAgainForEveryRequest) {
+  std::string token_file = dir_ + "/rotating-token";
+  std::ofstream(token_file) << "stale-token\n";
+  ClientConfig config = client_->config();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.token_file = token_file;
+  std::unique_ptr<KubeClient> client = Connect(config);
+  EXPECT_EQ(client->Get(ConfigMaps().Named("x")).status().code(), Code::kUnauthenticated);
+  std::ofstream(token_file) << "fake-token\n";  // kubelet rotated it
+  EXPECT_TRUE(IsNotFound(client->Get(ConfigMaps().Named("x")).status()));
+}
+
+TEST_F(KubeClientTest, ExecPluginRerunOnceAfter401) {
+  // The plugin hands out a revoked token first, then the valid one, counting its runs.
+  std::string plugin = dir_ + "/plugin.sh";
+  std::ofstream(plugin) << "#!/bin/sh\n"
+                           "echo run >> \"$RUNS\"\n"
+                           "if [ $(wc -l < \"$RUNS\") -eq 1 ]; then t=revoked; else t=fake-token; fi\n"
+                           "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":"
+                           "\"client.authentication.k8s.io/v1\",\"status\":{\"token\":\"%s\"}}' "
+                           "\"$t\"\n";
+  fs::permissions(plugin, fs::perms::owner_all);
+  ClientConfig config = client_->config();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.exec = ExecPluginConfig{"client.authentication.k8s.io/v1", plugin, {},
+                                 {{"RUNS", dir_ + "/runs"}}, "Never", false};
+  std::unique_ptr<KubeClient> client = Connect(config);
+  StatusOr<Json> got = client->Get(ConfigMaps().Named("x"));
+  EXPECT_TRUE(IsNotFound(got.status())) << got.status().ToString();  // authenticated
+  EXPECT_TRUE(IsNotFound(client->Get(ConfigMaps().Named("y")).status()));
+  EXPECT_EQ(ReadFile(dir_ + "/runs"), "run\nrun\n");  // once more after the 401, then cached
+}
+
+}  // namespace
+}  // namespace flexcsi::kube

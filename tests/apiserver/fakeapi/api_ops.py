@@ -62,7 +62,7 @@ class Api(object):
 
     def list(self, rtype, namespace, label_selector="", field_selector="", limit=0,
              continue_token=None):
-        """Returns the List object. Pages are cut from the live state after the continue token's
+        """Returns the List object (its items are shared with the store: read-only). Pages are cut from the live state after the continue token's
         key (the real server serves them from a snapshot at the first page's revision)."""
         labels = selection.parse_label_selector(label_selector)
         fields = selection.parse_field_selector(field_selector, rtype)
@@ -94,8 +94,9 @@ class Api(object):
                 meta["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
                 meta["remainingItemCount"] = len(items) - limit
                 items = items[:limit]
+            # Stored objects are never modified in place, so the reply may share them.
             return {"kind": rtype.kind + "List", "apiVersion": rtype.group_version,
-                    "metadata": meta, "items": [copy.deepcopy(o) for o in items]}
+                    "metadata": meta, "items": list(items)}
 
     # ---- create -----------------------------------------------------------------------------
 

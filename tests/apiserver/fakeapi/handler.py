@@ -33,7 +33,7 @@ class ApiHandler(BaseHTTPRequestHandler):
     # ---- plumbing ---------------------------------------------------------------------------------
 
     def _send_json(self, code, body, headers=None):
-        data = json.dumps(body).encode()
+        data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -20,6 +20,7 @@ class Controller(object):
         self.registry = fake.registry
         self.user = "system:serviceaccount:kube-system:" + self.name
         self.paused = False
+        self._recorded = set()  # (uid, reason, message) of events already recorded
 
     def sync(self):
         raise NotImplementedError
@@ -79,12 +80,11 @@ class Controller(object):
         if not meta.get("namespace"):
             body["involvedObject"].pop("namespace")
         # An identical event already recorded is not repeated (the recorder aggregates them).
-        for ev in self.items(ev_type, namespace):
-            io = ev.get("involvedObject") or {}
-            if io.get("uid") == meta["uid"] and ev.get("reason") == reason and \
-                    ev.get("message") == message:
-                return
-        self.create(ev_type, namespace, body)
+        key = (meta["uid"], reason, message)
+        if key in self._recorded:
+            return
+        if self.create(ev_type, namespace, body) is not None:
+            self._recorded.add(key)
 
 
 class ControllerManager(object):
@@ -142,10 +142,16 @@ class ControllerManager(object):
     def _run(self):
         store = self.fake.store
         while not self.fake.stopping:
+            started = time.time()
             changed = self.run_pass()
-            if not changed:
+            # Passes scan every object: with many objects, leave the API at least two thirds
+            # of the time (a pass holds the store lock while each controller syncs).
+            rest = max(self.TICK, 2 * (time.time() - started))
+            if changed:
+                time.sleep(rest if rest > self.TICK else 0)
+            else:
                 with store.lock:
-                    store.changed.wait(self.TICK)
+                    store.changed.wait(rest)
 
     def wait_settled(self, deadline):
         """Waits for two consecutive passes that changed nothing and left nothing pending."""

@@ -73,6 +73,19 @@ class CreateAndUpdateTest(ServerTestCase):
         got = self.api.update(PV + "/crud-noop", old)
         self.assertEqual(got["metadata"]["resourceVersion"], old["metadata"]["resourceVersion"])
 
+    def test_leases_need_a_version_to_update_but_may_be_created_by_put(self):
+        leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+        body = {"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a",
+                                                         "leaseDurationSeconds": 15}}
+        code, created = self.api.request("PUT", leases + "/leader", body)
+        self.assertEqual(code, 201)
+        body["spec"]["holderIdentity"] = "b"
+        e = self.assertApiError(422, self.api.update, leases + "/leader", body)
+        self.assertIn("metadata.resourceVersion", e["message"])
+        body["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+        self.assertEqual(self.api.update(leases + "/leader", body)["spec"]["holderIdentity"], "b")
+        self.assertApiError(409, self.api.update, leases + "/leader", body)
+
     def test_update_of_missing_object_is_404(self):
         e = self.assertApiError(404, self.api.update, PV + "/crud-none", flex_pv("crud-none"))
         self.assertEqual(e["message"], 'persistentvolumes "crud-none" not found')

@@ -238,6 +238,10 @@ class Api(object):
             meta.pop("namespace", None)
         old = self.store.get(rtype.key, namespace if rtype.namespaced else "", name)
         if old is None:
+            if rtype.create_on_update and not subresource:
+                # AllowCreateOnUpdate (leases, events): a PUT of a missing object creates it.
+                meta.pop("resourceVersion", None)
+                return self._create_locked(rtype, namespace, new, meta, dry_run, "")
             raise errors.not_found(rtype, name)
         rv = meta.get("resourceVersion") or ""
         if not rv and not rtype.unconditional_update:

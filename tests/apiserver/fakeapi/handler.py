@@ -247,8 +247,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                 raise errors.method_not_allowed()
             self._require_json(content_type)
             body = self._json_body(raw)
-            return self._send_json(200, api.update(rtype, r.namespace, r.name, body,
-                                                   self._dry_run(params), user, r.subresource))
+            with self.fake.store.lock:  # reentrant: api.update takes it again
+                existed = self.fake.store.get(rtype.key, r.namespace, r.name) is not None
+                obj = api.update(rtype, r.namespace, r.name, body, self._dry_run(params), user,
+                                 r.subresource)
+            return self._send_json(200 if existed else 201, obj)
         if method == "PATCH":
             if not r.name:
                 raise errors.method_not_allowed()

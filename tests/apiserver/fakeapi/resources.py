@@ -50,7 +50,7 @@ BUILTIN = [
     _core("persistentvolumes", "PersistentVolume", False, ("status",), short=("pv",)),
     _core("persistentvolumeclaims", "PersistentVolumeClaim", True, ("status",), short=("pvc",)),
     _core("pods", "Pod", True, ("status",), short=("po",)),
-    _core("events", "Event", True, short=("ev",)),
+    _core("events", "Event", True, short=("ev",), create_on_update=True),
     _core("secrets", "Secret", True),
     _core("configmaps", "ConfigMap", True, short=("cm",)),
     _core("serviceaccounts", "ServiceAccount", True, short=("sa",)),
@@ -62,11 +62,17 @@ BUILTIN = [
                  short=("sts",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("status",), short=("ds",)),
     ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short=("sc",)),
-    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
-    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    # The types whose strategy says AllowUnconditionalUpdate() false: a PUT must carry
+    # metadata.resourceVersion (pkg/registry/storage/*/strategy.go, coordination/lease).
+    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False,
+                 unconditional_update=False),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False,
+                 unconditional_update=False),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False,
-                 ("status",)),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+                 ("status",), unconditional_update=False),
+    # Leases may be created by a PUT (AllowCreateOnUpdate), but never updated without a version.
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True,
+                 unconditional_update=False, create_on_update=True),
 ]
 
 SNAPSHOT_CRDS = [

@@ -57,6 +57,15 @@ class ControlTest(ServerTestCase):
         self.assertIn('"password": "<redacted>"', text)
         self.assertEqual(self.api.get(ns_path("default", "secrets", "creds"))["type"], "Opaque")
 
+    def test_secret_string_data_is_stored_as_base64_data_only(self):
+        got = self.api.create(ns_path("default", "secrets"), {
+            "metadata": {"name": "sd"}, "stringData": {"token": "s3cr3t-token-value"}})
+        self.assertEqual(got["data"], {"token": base64.b64encode(b"s3cr3t-token-value").decode()})
+        self.assertNotIn("stringData", got)
+        self.assertApiError(400, self.api.create, ns_path("default", "secrets"),
+                            {"metadata": {"name": "bad"}, "data": {"k": "not base64!"}})
+        self.assertNotIn("s3cr3t-token-value", json.dumps(self.api.audit()))
+
     def test_unknown_control_is_404(self):
         self.assertApiError(404, self.api.request, "POST", "/_fake/nothing")
 

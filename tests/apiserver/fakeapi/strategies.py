@@ -2,7 +2,11 @@
 PrepareForCreate / PrepareForUpdate of each registry strategy (pkg/registry/*/strategy.go):
 which fields the server owns, and what the main resource and the status subresource may change.
 """
+import base64
+import binascii
 import copy
+
+from . import errors
 
 # Types whose main resource resets status on create (PrepareForCreate drops client status).
 # Nodes keep theirs: kubelet registers a node with its status.
@@ -59,7 +63,33 @@ def apply_defaults(rtype, obj):
     return obj
 
 
+def decode_secret(obj):
+    """v1 -> internal conversion of a Secret: `data` must be base64 (400 otherwise) and the
+    write-only `stringData` is merged into `data`, never stored."""
+    data = obj.get("data") or {}
+    if not isinstance(data, dict):
+        raise errors.bad_request("Secret in version \"v1\" cannot be handled as a Secret: data "
+                                 "must be an object")
+    for key, value in data.items():
+        try:
+            base64.b64decode(value if isinstance(value, str) else "!", validate=True)
+        except (binascii.Error, ValueError):
+            raise errors.bad_request("Secret in version \"v1\" cannot be handled as a Secret: "
+                                     "illegal base64 data in data[%s]" % json_key(key))
+    string_data = obj.pop("stringData", None) or {}
+    for key, value in string_data.items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
+    if data:
+        obj["data"] = data
+
+
+def json_key(key):
+    return '"%s"' % key
+
+
 def prepare_for_create(rtype, obj):
+    if rtype.kind == "Secret":
+        decode_secret(obj)
     if rtype.has_status and rtype.kind not in _KEEP_STATUS_ON_CREATE:
         obj.pop("status", None)
     if rtype.kind == "Namespace":
@@ -81,6 +111,8 @@ def prepare_for_update(rtype, new, old, subresource):
             result["status"] = status
         result["metadata"]["resourceVersion"] = new["metadata"].get("resourceVersion", "")
         return result
+    if rtype.kind == "Secret":
+        decode_secret(new)
     if rtype.has_status:
         if "status" in old:
             new["status"] = copy.deepcopy(old["status"])

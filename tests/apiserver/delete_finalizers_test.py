@@ -46,14 +46,15 @@ class DeleteTest(ServerTestCase):
 
     def test_finalizers_keep_a_deleted_object_until_the_last_is_removed(self):
         self.api.create(PV, flex_pv("del-keep"))
-        self.api.patch(PV + "/del-keep", {"metadata": {"finalizers": ["a.io/x",
-                                                                      "kubernetes.io/pv-protection"]}})
+        self.api.patch(PV + "/del-keep", {"metadata": {
+            "finalizers": ["a.io/x", "kubernetes.io/pv-protection"]}})
         code, body = self.api.delete(PV + "/del-keep")
         self.assertEqual(code, 202)
         self.assertIn("deletionTimestamp", body["metadata"])
         self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 0)
         got = self.api.get(PV + "/del-keep")
-        self.assertEqual(got["metadata"]["deletionTimestamp"], body["metadata"]["deletionTimestamp"])
+        self.assertEqual(got["metadata"]["deletionTimestamp"],
+                         body["metadata"]["deletionTimestamp"])
         # A second delete changes nothing.
         code, again = self.api.delete(PV + "/del-keep")
         self.assertEqual(again["metadata"]["resourceVersion"], got["metadata"]["resourceVersion"])

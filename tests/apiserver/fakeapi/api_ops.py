@@ -62,8 +62,9 @@ class Api(object):
 
     def list(self, rtype, namespace, label_selector="", field_selector="", limit=0,
              continue_token=None):
-        """Returns the List object (its items are shared with the store: read-only). Pages are cut from the live state after the continue token's
-        key (the real server serves them from a snapshot at the first page's revision)."""
+        """Returns the List object (its items are shared with the store: read-only). Pages are
+        cut from the live state after the continue token's key (the real server serves them from
+        a snapshot at the first page's revision)."""
         labels = selection.parse_label_selector(label_selector)
         fields = selection.parse_field_selector(field_selector, rtype)
         with self.store.lock:

@@ -44,7 +44,7 @@ def _details(rtype, name, **extra):
 
 
 def _qualified(rtype):
-    # errors.go uses schema.GroupResource.String(): "persistentvolumes" or "leases.coordination.k8s.io"
+    # errors.go prints schema.GroupResource: "persistentvolumes", "leases.coordination.k8s.io"
     return rtype.plural + ("." + rtype.group if rtype.group else "")
 
 

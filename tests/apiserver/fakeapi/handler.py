@@ -30,7 +30,7 @@ class ApiHandler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: tests read the audit log instead
         pass
 
-    # ---- plumbing ---------------------------------------------------------------------------------
+    # ---- plumbing ------------------------------------------------------------------------------
 
     def _send_json(self, code, body, headers=None):
         data = json.dumps(body, separators=(",", ":")).encode()
@@ -96,7 +96,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 return "token:" + self.fake.tokens[token]
         return None
 
-    # ---- verbs ------------------------------------------------------------------------------------
+    # ---- verbs ---------------------------------------------------------------------------------
 
     def do_GET(self):
         self._dispatch("GET")
@@ -284,7 +284,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         if content_type not in ("application/json", ""):
             raise errors.unsupported_media_type(content_type)
 
-    # ---- watch ------------------------------------------------------------------------------------
+    # ---- watch ---------------------------------------------------------------------------------
 
     def _write_chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -7,7 +7,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
-from . import errors, tls_material
+from . import tls_material
 from .api_ops import Api
 from .audit import Audit
 from .control import Control, FailureInjector

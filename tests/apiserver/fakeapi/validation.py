@@ -56,7 +56,7 @@ def _supported(values):
     return "supported values: " + ", ".join('"%s"' % v for v in values)
 
 
-# ---- metadata -----------------------------------------------------------------------------------
+# ---- metadata ---------------------------------------------------------------------------------
 
 def validate_name(rtype, name):
     causes = []
@@ -113,7 +113,7 @@ def validate_metadata_update(new, old):
     return causes
 
 
-# ---- core/v1 --------------------------------------------------------------------------------------
+# ---- core/v1 ----------------------------------------------------------------------------------
 
 def _storage_request(spec_resources, field):
     causes = []
@@ -366,7 +366,7 @@ def validate_workload_update(kind, new, old):
     return causes
 
 
-# ---- storage.k8s.io/v1 ----------------------------------------------------------------------------
+# ---- storage.k8s.io/v1 ------------------------------------------------------------------------
 
 def validate_storage_class(obj):
     causes = []
@@ -429,13 +429,14 @@ def validate_lease(obj):
     return []
 
 
-# ---- snapshot.storage.k8s.io/v1 (CRD schemas and CEL rules of external-snapshotter) ------------
+# ---- snapshot.storage.k8s.io/v1 (CRD schemas and CEL rules of external-snapshotter) -----------
 
 def validate_volume_snapshot(obj):
     source = (obj.get("spec") or {}).get("source")
     if source is None:
         return [("spec.source", "Required value", "")]
-    if bool(source.get("persistentVolumeClaimName")) == bool(source.get("volumeSnapshotContentName")):
+    if bool(source.get("persistentVolumeClaimName")) == \
+            bool(source.get("volumeSnapshotContentName")):
         return [("spec.source", "Invalid value", "%s: exactly one of volumeSnapshotContentName "
                  "and persistentVolumeClaimName must be set" % _q(source))]
     return []
@@ -462,7 +463,8 @@ def validate_volume_snapshot_content(obj):
         causes.append(("spec.deletionPolicy", "Unsupported value", "%s: %s"
                        % (_q(spec["deletionPolicy"]), _supported(["Delete", "Retain"]))))
     source = spec.get("source") or {}
-    if spec.get("source") and bool(source.get("volumeHandle")) == bool(source.get("snapshotHandle")):
+    if spec.get("source") and \
+            bool(source.get("volumeHandle")) == bool(source.get("snapshotHandle")):
         causes.append(("spec.source", "Invalid value", "%s: exactly one of volumeHandle and "
                        "snapshotHandle must be set" % _q(source)))
     return causes
@@ -486,7 +488,7 @@ def validate_volume_snapshot_class(obj):
     return causes
 
 
-# ---- dispatch --------------------------------------------------------------------------------------
+# ---- dispatch ---------------------------------------------------------------------------------
 
 _CREATE = {
     "PersistentVolume": validate_pv,

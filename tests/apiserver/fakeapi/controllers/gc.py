@@ -72,7 +72,8 @@ class GarbageCollector(Controller):
         for uid, (rtype, obj) in list(alive.items()):
             meta = obj["metadata"]
             fins = meta.get("finalizers") or []
-            if not meta.get("deletionTimestamp") or not ({"orphan", "foregroundDeletion"} & set(fins)):
+            if not meta.get("deletionTimestamp") or \
+                    not ({"orphan", "foregroundDeletion"} & set(fins)):
                 continue
             dependents = [d for d, (_, o) in alive.items()
                           if any(r.get("uid") == uid

@@ -138,8 +138,9 @@ class PersistentVolumeController(Controller):
                 or ref.get("uid") != cm["uid"]:
             new = dict(pv)
             new["spec"] = dict(pv["spec"])
-            new["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": cm["namespace"],
-                                       "name": cm["name"], "uid": cm["uid"], "apiVersion": "v1",
+            new["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim",
+                                       "namespace": cm["namespace"], "name": cm["name"],
+                                       "uid": cm["uid"], "apiVersion": "v1",
                                        "resourceVersion": cm["resourceVersion"]}
             if not ref and BOUND_BY_CONTROLLER not in annotations(pv):
                 new = self.set_annotation(new, BOUND_BY_CONTROLLER, "yes")
@@ -173,7 +174,8 @@ class PersistentVolumeController(Controller):
             return "storageClassName does not match"
         if volume_mode(pv["spec"]) != volume_mode(claim["spec"]):
             return "incompatible volumeMode"
-        if not access_modes_contain(pv["spec"].get("accessModes"), claim["spec"].get("accessModes")):
+        if not access_modes_contain(pv["spec"].get("accessModes"),
+                                    claim["spec"].get("accessModes")):
             return "incompatible accessMode"
         return None
 
@@ -331,7 +333,8 @@ class PersistentVolumeController(Controller):
         if claim_volume == pv["metadata"]["name"]:
             self.update_volume_phase(pv, "Bound")
             return
-        if PROVISIONED_BY in annotations(pv) and spec.get("persistentVolumeReclaimPolicy") == "Delete":
+        if PROVISIONED_BY in annotations(pv) and \
+                spec.get("persistentVolumeReclaimPolicy") == "Delete":
             if (pv.get("status") or {}).get("phase") not in ("Released", "Failed"):
                 pv = self.update_volume_phase(pv, "Released")
                 if pv is None:

@@ -145,6 +145,13 @@ class ClaimValidationTest(ServerTestCase):
         self.assertEqual(self.api.create(PVC, claim("val-empty"))["spec"]["storageClassName"], "")
         self.api.delete(SC + "/val-default")
 
+    def test_data_source_is_mirrored_into_data_source_ref(self):
+        body = claim("val-clone")
+        body["spec"]["dataSource"] = {"kind": "PersistentVolumeClaim", "name": "origin"}
+        got = self.api.create(PVC, body)
+        self.assertEqual(got["spec"]["dataSourceRef"], {"kind": "PersistentVolumeClaim",
+                                                        "name": "origin"})
+
     def test_claim_needs_modes_and_request(self):
         body = claim("val-claim")
         body["spec"]["accessModes"] = []
@@ -167,6 +174,17 @@ class PodAndWorkloadValidationTest(ServerTestCase):
         got = self.api.patch(pods + "/val-pod", {"spec": {"containers": [
             {"name": "c", "image": "busybox:2"}]}}, "strategic")
         self.assertEqual(got["spec"]["containers"][0]["image"], "busybox:2")
+
+    def test_events_live_in_their_objects_namespace(self):
+        def event(ns, involved_ns):
+            return {"metadata": {"name": "ev-%s-%s" % (ns, involved_ns or "none")},
+                    "involvedObject": {"kind": "PersistentVolume", "name": "pv",
+                                       "namespace": involved_ns}, "reason": "R", "message": "m"}
+        self.api.create(ns_path("default", "events"), event("default", ""))
+        self.assertApiError(422, self.api.create, ns_path("kube-system", "events"),
+                            event("kube-system", ""))
+        self.assertApiError(422, self.api.create, ns_path("default", "events"),
+                            event("default", "kube-system"))
 
     def test_workload_selector_must_match_template_and_is_immutable(self):
         deploy = "/apis/apps/v1/namespaces/default/deployments"

@@ -28,6 +28,14 @@ def apply_defaults(rtype, obj):
     elif kind == "PersistentVolumeClaim":
         spec = obj.setdefault("spec", {})
         spec.setdefault("volumeMode", "Filesystem")
+        # EnforceDataSourceBackwardsCompatibility (AnyVolumeDataSource): dataSource and
+        # dataSourceRef mirror each other for the kinds both accept.
+        if spec.get("dataSource") and not spec.get("dataSourceRef"):
+            spec["dataSourceRef"] = copy.deepcopy(spec["dataSource"])
+        elif spec.get("dataSourceRef") and not spec.get("dataSource") and \
+                not spec["dataSourceRef"].get("namespace"):
+            spec["dataSource"] = {k: v for k, v in spec["dataSourceRef"].items()
+                                  if k in ("apiGroup", "kind", "name")}
         obj.setdefault("status", {}).setdefault("phase", "Pending")
     elif kind == "Pod":
         spec = obj.setdefault("spec", {})

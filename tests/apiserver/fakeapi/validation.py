@@ -314,11 +314,14 @@ def validate_pod_update(new, old):
 
 
 def validate_event(obj):
+    """ValidateEvent: the event lives in its object's namespace; events about cluster-scoped
+    objects (PVs, nodes) live in "default"."""
     ns = obj["metadata"].get("namespace")
     io = obj.get("involvedObject") or {}
-    if io.get("namespace") and io.get("namespace") != ns:
+    if io.get("namespace") and io.get("namespace") != ns or \
+            not io.get("namespace") and ns not in ("", "default"):
         return [("involvedObject.namespace", "Invalid value",
-                 "%s: does not match event.namespace" % _q(io.get("namespace")))]
+                 "%s: does not match event.namespace" % _q(io.get("namespace", "")))]
     return []
 
 

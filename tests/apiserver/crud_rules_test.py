@@ -107,6 +107,29 @@ class CreateAndUpdateTest(ServerTestCase):
         self.assertEqual(got2["status"]["phase"], "Available")
         self.assertEqual(got2["spec"]["persistentVolumeReclaimPolicy"], "Delete")
 
+    def test_claim_status_write_may_change_annotations_but_not_spec(self):
+        old = self.api.create(PVC, claim("crud-pvc-status"))
+        body = dict(old, status={"phase": "Pending", "conditions": [{"type": "Resizing",
+                                                                     "status": "True"}]})
+        body["metadata"] = dict(old["metadata"], annotations={"a.io/x": "1"})
+        body["spec"] = dict(old["spec"], volumeName="elsewhere")
+        got = self.api.update(PVC + "/crud-pvc-status/status", body)
+        self.assertEqual(got["metadata"]["annotations"], {"a.io/x": "1"})
+        self.assertNotIn("volumeName", got["spec"])
+        self.assertEqual(got["status"]["conditions"][0]["type"], "Resizing")
+
+    def test_workload_status_write_changes_status_only(self):
+        deploy = "/apis/apps/v1/namespaces/default/deployments"
+        old = self.api.create(deploy, {"metadata": {"name": "crud-dep-status"}, "spec": {
+            "selector": {"matchLabels": {"a": "b"}}, "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+        body = dict(old, status={"replicas": 3})
+        body["metadata"] = dict(old["metadata"], labels={"x": "y"})
+        got = self.api.update(deploy + "/crud-dep-status/status", body)
+        self.assertEqual(got["status"], {"replicas": 3})
+        self.assertNotIn("labels", got["metadata"])
+
     def test_pv_status_update_needs_resource_version(self):
         old = self.api.create(PV, flex_pv("crud-status-rv"))
         body = dict(old, status={"phase": "Available"})

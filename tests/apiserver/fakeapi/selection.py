@@ -118,6 +118,9 @@ def match_label_selector_object(selector, labels):
 
 # Fields each type can be selected by, beyond metadata.name and metadata.namespace.
 _EXTRA_FIELDS = {
+    # "name" is a bug kept for backward compatibility (PersistentVolume(Claim)ToSelectableFields).
+    "persistentvolumes": ["name"],
+    "persistentvolumeclaims": ["name"],
     "pods": ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
              "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
              "status.nominatedNodeName"],
@@ -133,6 +136,8 @@ _EXTRA_FIELDS = {
 
 
 def _field_value(obj, path):
+    if path == "name":
+        return obj["metadata"]["name"]
     if path == "source":
         return (obj.get("source") or {}).get("component", "")
     cur = obj

@@ -12,6 +12,11 @@ from . import errors
 # Nodes keep theirs: kubelet registers a node with its status.
 _KEEP_STATUS_ON_CREATE = {"Node"}
 
+# Status strategies that reset only spec (pkg/registry/core/{persistentvolume,
+# persistentvolumeclaim,pod,node,namespace}/strategy.go). Everything else (apps, storage,
+# custom resources) calls metav1.ResetObjectMetaForStatus: /status changes status only.
+_STATUS_KEEPS_METADATA = {"PersistentVolume", "PersistentVolumeClaim", "Pod", "Node", "Namespace"}
+
 # Types that carry metadata.generation, bumped when spec changes.
 _GENERATION_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "VolumeSnapshot",
                      "VolumeSnapshotContent"}
@@ -117,6 +122,21 @@ def prepare_for_update(rtype, new, old, subresource):
             result.pop("status", None)
         else:
             result["status"] = status
+        if rtype.kind in _STATUS_KEEPS_METADATA:
+            # These status strategies reset only spec: labels, annotations and finalizers sent
+            # to /status are stored (the expand controller annotates PVCs this way).
+            meta = copy.deepcopy(new["metadata"])
+            for field in ("uid", "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds", "generation"):
+                if field in old["metadata"]:
+                    meta[field] = old["metadata"][field]
+                else:
+                    meta.pop(field, None)
+            if rtype.kind == "Pod":
+                meta["ownerReferences"] = old["metadata"].get("ownerReferences")
+                if meta["ownerReferences"] is None:
+                    meta.pop("ownerReferences")
+            result["metadata"] = meta
         result["metadata"]["resourceVersion"] = new["metadata"].get("resourceVersion", "")
         return result
     if rtype.kind == "Secret":

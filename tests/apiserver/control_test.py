@@ -39,7 +39,7 @@ class ControlTest(ServerTestCase):
         self.assertApiError(409, self.api.delete, PV + "/audit-pv", {"preconditions": {"uid": "x"}})
         entries = self.api.audit(since=start)
         self.assertEqual([(e["verb"], e["code"], e["dryRun"]) for e in entries],
-                         [("create", 201, False), ("delete", 202, True), ("delete", 409, False)])
+                         [("create", 201, False), ("delete", 200, True), ("delete", 409, False)])
         self.assertEqual(entries[1]["object"]["spec"]["persistentVolumeReclaimPolicy"], "Delete")
         self.assertEqual(entries[2]["options"], {"preconditions": {"uid": "x"}})
         self.assertEqual(self.api.get(PV)["kind"], "PersistentVolumeList")

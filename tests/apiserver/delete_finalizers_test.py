@@ -49,7 +49,8 @@ class DeleteTest(ServerTestCase):
         self.api.patch(PV + "/del-keep", {"metadata": {
             "finalizers": ["a.io/x", "kubernetes.io/pv-protection"]}})
         code, body = self.api.delete(PV + "/del-keep")
-        self.assertEqual(code, 202)
+        self.assertEqual(code, 200)
+        self.assertEqual(body["kind"], "PersistentVolume")
         self.assertIn("deletionTimestamp", body["metadata"])
         self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 0)
         got = self.api.get(PV + "/del-keep")
@@ -80,7 +81,7 @@ class DeleteTest(ServerTestCase):
     def test_scheduled_pod_is_deleted_gracefully_unscheduled_at_once(self):
         self.api.create(PODS, pod("del-sched", node="node-x"))
         code, body = self.api.delete(PODS + "/del-sched")
-        self.assertEqual(code, 202)
+        self.assertEqual(code, 200)
         self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 30)
         code, body = self.api.delete(PODS + "/del-sched", {"gracePeriodSeconds": 0})
         self.assertEqual(code, 200)
@@ -98,8 +99,14 @@ class DeleteTest(ServerTestCase):
     def test_orphan_policy_adds_the_orphan_finalizer(self):
         self.plain_pv("del-orphan")
         code, body = self.api.delete(PV + "/del-orphan", {"propagationPolicy": "Orphan"})
-        self.assertEqual(code, 202)
+        self.assertEqual(code, 200)
         self.assertEqual(body["metadata"]["finalizers"], ["orphan"])
+
+    def test_pending_delete_is_202_only_when_orphan_dependents_is_false(self):
+        self.api.create(PV, flex_pv("del-202"))
+        code, body = self.api.delete(PV + "/del-202", {"orphanDependents": False})
+        self.assertEqual(code, 202)
+        self.assertIn("deletionTimestamp", body["metadata"])
 
     def test_delete_of_missing_object_is_404(self):
         e = self.assertApiError(404, self.api.delete, PV + "/del-none")

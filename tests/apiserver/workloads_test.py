@@ -155,7 +155,7 @@ class WorkloadsTest(ServerTestCase):
         self.api.request("POST", "/_fake/pause-controllers",
                          {"controllers": ["namespace-controller"]})
         code, body = self.api.delete("/api/v1/namespaces/doomed")
-        self.assertEqual((code, body["status"]["phase"]), (202, "Terminating"))
+        self.assertEqual((code, body["status"]["phase"]), (200, "Terminating"))
         e = self.assertApiError(403, self.api.create, ns_path("doomed", "configmaps"),
                                 {"metadata": {"name": "late"}})
         self.assertIn("because it is being terminated", e["message"])

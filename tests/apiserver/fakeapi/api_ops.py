@@ -356,8 +356,9 @@ class Api(object):
     # ---- delete ---------------------------------------------------------------------------------
 
     def delete(self, rtype, namespace, name, options=None, dry_run=False, user=""):
-        """Returns (http code, body): 200 with a Status (or the pod) when gone, 202 with the
-        object when finalizers or a grace period keep it."""
+        """Returns (http code, body): 200 with a Status (or the pod) when gone; 200 with the
+        object when finalizers or a grace period keep it (202 only when the request set
+        orphanDependents: false, as endpoints/handlers/delete.go does)."""
         options = options or {}
         with self.store.lock:
             before = self.store.get(rtype.key, namespace if rtype.namespaced else "", name)
@@ -392,6 +393,7 @@ class Api(object):
                                   'propagationPolicy: Unsupported value: "%s": supported '
                                   'values: "Foreground", "Background", "Orphan", "nil"' % policy)
         self.admission.validate_delete(rtype, name)
+        kept = 202 if options.get("orphanDependents") is False else 200
         new = copy.deepcopy(old)
         meta = new["metadata"]
         fins = list(meta.get("finalizers") or [])
@@ -406,20 +408,21 @@ class Api(object):
             meta["deletionTimestamp"] = now_rfc3339()
             meta["deletionGracePeriodSeconds"] = 0
             new["status"] = {"phase": "Terminating"}
-            return self._pending_delete(rtype, new, old, dry_run)
+            return self._pending_delete(rtype, new, dry_run, kept)
         if rtype.kind == "Namespace":
-            return 202, copy.deepcopy(old)
+            return kept, copy.deepcopy(old)
         if fins or grace > 0:
             if om.get("deletionTimestamp"):
                 if grace == 0 and rtype.kind == "Pod" and not fins:
                     pass  # the kubelet's final delete: falls through to removal
                 else:
-                    return 202, copy.deepcopy(old)  # already being deleted: nothing changes
+                    # Already being deleted: nothing changes.
+                    return kept, copy.deepcopy(old)
             else:
                 meta["deletionTimestamp"] = now_rfc3339()
                 meta["deletionGracePeriodSeconds"] = grace
                 meta["finalizers"] = fins
-                return self._pending_delete(rtype, new, old, dry_run)
+                return self._pending_delete(rtype, new, dry_run, kept)
         if not dry_run:
             gone = self.store.remove(rtype.key, old)
         else:
@@ -432,11 +435,11 @@ class Api(object):
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                      "details": details}
 
-    def _pending_delete(self, rtype, new, old, dry_run):
+    def _pending_delete(self, rtype, new, dry_run, code):
         if dry_run:
-            return 202, new
+            return code, new
         self.store.put(rtype.key, new, "MODIFIED")
-        return 202, copy.deepcopy(new)
+        return code, copy.deepcopy(new)
 
     def _grace_period(self, rtype, obj, options):
         """Pods bound to a node are deleted gracefully (pkg/registry/core/pod/strategy.go

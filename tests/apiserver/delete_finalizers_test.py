@@ -23,15 +23,19 @@ class DeleteTest(ServerTestCase):
         self.assertEqual(self.api.create(PVC, claim("del-fin"))["metadata"]["finalizers"],
                          ["kubernetes.io/pvc-protection"])
 
-    def test_delete_without_finalizers_returns_success_status(self):
+    def test_delete_answers_with_the_object_or_a_success_status_by_type(self):
         pv = self.plain_pv("del-plain")
         code, body = self.api.delete(PV + "/del-plain")
+        self.assertEqual((code, body["kind"]), (200, "PersistentVolume"))
+        self.assertApiError(404, self.api.get, PV + "/del-plain")
+        cm = self.api.create(ns_path("default", "configmaps"), {"metadata": {"name": "del-cm"}})
+        code, body = self.api.delete(ns_path("default", "configmaps", "del-cm"))
         self.assertEqual(code, 200)
         self.assertEqual(body["kind"], "Status")
         self.assertEqual(body["status"], "Success")
-        self.assertEqual(body["details"], {"name": "del-plain", "kind": "persistentvolumes",
-                                           "uid": pv["metadata"]["uid"]})
-        self.assertApiError(404, self.api.get, PV + "/del-plain")
+        self.assertEqual(body["details"], {"name": "del-cm", "kind": "configmaps",
+                                           "uid": cm["metadata"]["uid"]})
+        self.assertEqual(pv["kind"], "PersistentVolume")
 
     def test_uid_and_resource_version_preconditions(self):
         pv = self.plain_pv("del-pre")

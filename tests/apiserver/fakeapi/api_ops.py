@@ -427,7 +427,7 @@ class Api(object):
             gone = self.store.remove(rtype.key, old)
         else:
             gone = copy.deepcopy(old)
-        if rtype.kind == "Pod":
+        if rtype.returns_deleted_object:
             return 200, gone
         details = {"name": name, "kind": rtype.plural, "uid": om["uid"]}
         if rtype.group:

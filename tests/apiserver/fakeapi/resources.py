@@ -22,6 +22,9 @@ class ResourceType(object):
         # without resourceVersion; custom resources do not.
         self.unconditional_update = unconditional_update and not crd
         self.create_on_update = create_on_update
+        # genericregistry.Store.ReturnDeletedObject: a delete answers with the object instead of
+        # a Status (pkg/registry/*/storage/storage.go of each type).
+        self.returns_deleted_object = plural in _RETURNS_DELETED_OBJECT
 
     @property
     def group_version(self):
@@ -38,6 +41,11 @@ class ResourceType(object):
     @property
     def has_status(self):
         return "status" in self.subresources
+
+
+_RETURNS_DELETED_OBJECT = {"pods", "persistentvolumes", "persistentvolumeclaims",
+                           "serviceaccounts", "namespaces", "storageclasses", "csidrivers",
+                           "csinodes", "volumeattachments"}
 
 
 def _core(plural, kind, namespaced, sub=(), **kw):

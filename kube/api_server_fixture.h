@@ -100,17 +100,18 @@ inline std::unique_ptr<KubeClient> ConnectOrFail(ClientConfig config) {
 inline std::string NamespaceForCurrentTest() {
   std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::string ns = "t-";
-  for (char c : name) ns += static_cast<char>(std::isalnum(static_cast<unsigned char>(c))
-                                                  ? std::tolower(static_cast<unsigned char>(c))
-                                                  : '-');
+  for (char c : name)
+    ns += static_cast<char>(std::isalnum(static_cast<unsigned char>(c))
+                                ? std::tolower(static_cast<unsigned char>(c))
+                                : '-');
   return ns.substr(0, 63);
 }
 
 // Creates the namespace (the server refuses objects in a namespace that does not exist).
 inline void CreateNamespace(KubeClient* client, const std::string& ns) {
-  StatusOr<nlohmann::json> created = client->Create(
-      ResourcePath::Core("namespaces"),
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  StatusOr<nlohmann::json> created =
+      client->Create(ResourcePath::Core("namespaces"),
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   ASSERT_TRUE(created.ok()) << created.status().ToString();
 }
 

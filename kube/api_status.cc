@@ -24,38 +24,65 @@ bool LooksLikeReason(const std::string& word) {
 std::string DefaultReasonForHttpCode(long http_code) {
   // client-go (rest/request.go, newUnstructuredResponseError -> errors.NewGenericServerResponse)
   switch (http_code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "Unknown";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "Unknown";
   }
 }
 
 Code CodeForHttpAnswer(long http_code, const std::string& reason) {
   switch (http_code) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 405: return Code::kUnimplemented;
-    case 409: return reason == "AlreadyExists" ? Code::kAlreadyExists : Code::kAborted;
-    case 410: return Code::kOutOfRange;
-    case 413: return Code::kResourceExhausted;
-    case 422: return Code::kInvalidArgument;
-    case 429: return Code::kUnavailable;
-    default: break;
+    case 400:
+      return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 405:
+      return Code::kUnimplemented;
+    case 409:
+      return reason == "AlreadyExists" ? Code::kAlreadyExists : Code::kAborted;
+    case 410:
+      return Code::kOutOfRange;
+    case 413:
+      return Code::kResourceExhausted;
+    case 422:
+      return Code::kInvalidArgument;
+    case 429:
+      return Code::kUnavailable;
+    default:
+      break;
   }
   if (http_code >= 500) return Code::kUnavailable;
   if (http_code >= 400) return Code::kInvalidArgument;

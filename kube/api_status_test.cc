@@ -22,11 +22,16 @@ TEST(ApiStatus, ServerReasonAndMessageBecomeStatus) {
     const char* reason;
     Code code;
   } cases[] = {
-      {400, "BadRequest", Code::kInvalidArgument},    {401, "Unauthorized", Code::kUnauthenticated},
-      {403, "Forbidden", Code::kPermissionDenied},    {404, "NotFound", Code::kNotFound},
-      {409, "AlreadyExists", Code::kAlreadyExists},   {409, "Conflict", Code::kAborted},
-      {410, "Expired", Code::kOutOfRange},            {422, "Invalid", Code::kInvalidArgument},
-      {429, "TooManyRequests", Code::kUnavailable},   {500, "InternalError", Code::kUnavailable},
+      {400, "BadRequest", Code::kInvalidArgument},
+      {401, "Unauthorized", Code::kUnauthenticated},
+      {403, "Forbidden", Code::kPermissionDenied},
+      {404, "NotFound", Code::kNotFound},
+      {409, "AlreadyExists", Code::kAlreadyExists},
+      {409, "Conflict", Code::kAborted},
+      {410, "Expired", Code::kOutOfRange},
+      {422, "Invalid", Code::kInvalidArgument},
+      {429, "TooManyRequests", Code::kUnavailable},
+      {500, "InternalError", Code::kUnavailable},
       {503, "ServiceUnavailable", Code::kUnavailable},
   };
   for (const Case& tc : cases) {
@@ -71,8 +76,8 @@ TEST(ApiStatus, ResourcePathsAndEscaping) {
 }
 
 TEST(ApiStatus, Base64RoundTripAndStrictness) {
-  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd",
-                                                      std::string("\0\xff\x10", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
     EXPECT_EQ(Base64Decode(Base64Encode(s)), s);
   }
   EXPECT_EQ(Base64Decode("YWJj\nZA==\n"), "abcd");

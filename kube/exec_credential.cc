@@ -66,7 +66,8 @@ StatusOr<ExecCredential> ParseExecCredential(const std::string& stdout_text,
                                              const std::string& expected_api_version) {
   Json doc = Json::parse(stdout_text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) {
-    return Status(Code::kUnauthenticated, "exec plugin: output is not an ExecCredential JSON object");
+    return Status(Code::kUnauthenticated,
+                  "exec plugin: output is not an ExecCredential JSON object");
   }
   if (doc.value("kind", "") != "ExecCredential") {
     return Status(Code::kUnauthenticated, "exec plugin: output has kind " +
@@ -76,8 +77,8 @@ StatusOr<ExecCredential> ParseExecCredential(const std::string& stdout_text,
   std::string version = doc.value("apiVersion", "");
   if (version != expected_api_version) {
     return Status(Code::kUnauthenticated, "exec plugin is configured to use API version " +
-                                              expected_api_version +
-                                              ", plugin returned version " + version);
+                                              expected_api_version + ", plugin returned version " +
+                                              version);
   }
   if (!doc.contains("status") || !doc["status"].is_object()) {
     return Status(Code::kUnauthenticated, "exec plugin didn't return a status field");
@@ -92,8 +93,7 @@ StatusOr<ExecCredential> ParseExecCredential(const std::string& stdout_text,
   credential.client_cert_pem = text("clientCertificateData");
   credential.client_key_pem = text("clientKeyData");
   if (credential.client_cert_pem.empty() != credential.client_key_pem.empty()) {
-    return Status(Code::kUnauthenticated,
-                  "exec plugin returned only certificate or key, not both");
+    return Status(Code::kUnauthenticated, "exec plugin returned only certificate or key, not both");
   }
   if (credential.token.empty() && credential.client_cert_pem.empty()) {
     return Status(Code::kUnauthenticated, "exec plugin didn't return a token or cert/key pair");
@@ -157,17 +157,16 @@ StatusOr<ExecCredential> ExecCredentialProvider::RunPlugin() {
 
   StatusOr<CommandOutput> out = RunCommandCapture(argv, timeout_);
   if (!out.ok()) {
-    return Status(out.status().code(), "exec plugin " + plugin_.command + ": " +
-                                           out.status().message());
+    return Status(out.status().code(),
+                  "exec plugin " + plugin_.command + ": " + out.status().message());
   }
   if (out->exit_code == 127) {
     return NotFound("exec: executable " + plugin_.command + " not found");
   }
   if (out->exit_code != 0) {
-    return Status(Code::kUnauthenticated, "exec: executable " + plugin_.command +
-                                              " failed with exit code " +
-                                              std::to_string(out->exit_code) + ": " +
-                                              TailForMessage(out->stderr_text));
+    return Status(Code::kUnauthenticated,
+                  "exec: executable " + plugin_.command + " failed with exit code " +
+                      std::to_string(out->exit_code) + ": " + TailForMessage(out->stderr_text));
   }
   return ParseExecCredential(out->stdout_text, plugin_.api_version);
 }

@@ -14,9 +14,9 @@
 namespace flexcsi::kube {
 
 struct ExecCredential {
-  std::string token;            // secret
+  std::string token;  // secret
   std::string client_cert_pem;
-  std::string client_key_pem;   // secret
+  std::string client_key_pem;  // secret
   std::optional<std::chrono::system_clock::time_point> expiry;
   uint64_t generation = 0;  // which run of the plugin produced it
 };

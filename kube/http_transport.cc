@@ -57,8 +57,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   std::string line(data, n);
   if (line.rfind("HTTP/", 0) == 0) t->response->retry_after.clear();  // a new answer starts
   static const char kName[] = "retry-after:";
-  if (line.size() > sizeof(kName) - 1 &&
-      strncasecmp(line.c_str(), kName, sizeof(kName) - 1) == 0) {
+  if (line.size() > sizeof(kName) - 1 && strncasecmp(line.c_str(), kName, sizeof(kName) - 1) == 0) {
     std::string value = line.substr(sizeof(kName) - 1);
     size_t b = value.find_first_not_of(" \t");
     size_t e = value.find_last_not_of(" \t\r\n");
@@ -181,8 +180,7 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
   }
   if (request.timeout.count() > 0) {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(request.timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.timeout.count()));
   } else {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
   }
@@ -222,7 +220,8 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
     headers = curl_slist_append(headers, ("Content-Type: " + request.content_type).c_str());
   }
   if (!credentials.bearer_token.empty()) {
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + credentials.bearer_token).c_str());
+    headers =
+        curl_slist_append(headers, ("Authorization: Bearer " + credentials.bearer_token).c_str());
   } else if (!credentials.username.empty() || !credentials.password.empty()) {
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
     curl_easy_setopt(curl, CURLOPT_USERNAME, credentials.username.c_str());
@@ -260,9 +259,8 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
   } else if (transfer.stopped_by_handler) {
     response.transport = Status(Code::kCancelled, where + ": stopped");
   } else if (transfer.too_large) {
-    response.transport =
-        ResourceExhausted(where + ": answer larger than " + std::to_string(kMaxCollectedBody) +
-                          " bytes");
+    response.transport = ResourceExhausted(where + ": answer larger than " +
+                                           std::to_string(kMaxCollectedBody) + " bytes");
   } else {
     std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
     std::string message = where + ": " + detail;
@@ -277,7 +275,8 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
       case CURLE_PEER_FAILED_VERIFICATION:
         response.may_have_reached_server = false;
         response.permanent = true;
-        response.transport = Unavailable(message + " (the server's certificate is not trusted "
+        response.transport = Unavailable(message +
+                                         " (the server's certificate is not trusted "
                                          "by the configured certificate authority)");
         break;
       case CURLE_SSL_CERTPROBLEM:

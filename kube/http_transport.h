@@ -34,7 +34,7 @@ struct Credentials {
 };
 
 struct HttpRequest {
-  std::string method;  // GET, POST, PUT, PATCH, DELETE
+  std::string method;          // GET, POST, PUT, PATCH, DELETE
   std::string path_and_query;  // "/api/v1/pods?limit=5", appended to the server URL
   std::string body;            // sent when content_type is set
   std::string content_type;

@@ -171,9 +171,9 @@ TEST_F(InformerTest, CacheFollowsEventsAcrossPagedList) {
   EXPECT_EQ(h.Count("ADDED before"), 1);
 
   ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("live")).ok());
-  ASSERT_TRUE(client_->Patch(ConfigMaps().Named("before"), PatchType::kMerge,
-                             {{"data", {{"k", "v"}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_->Patch(ConfigMaps().Named("before"), PatchType::kMerge, {{"data", {{"k", "v"}}}})
+          .ok());
   ASSERT_TRUE(client_->Delete(ConfigMaps().Named("page-0")).ok());
   ASSERT_TRUE(WaitFor([&] { return h.Count("DELETED page-0") == 1; }));
   EXPECT_EQ(h.Count("ADDED live"), 1);

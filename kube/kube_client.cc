@@ -132,8 +132,7 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
   bool reran_exec_plugin = false;
   int retries = 0;
   while (true) {
-    auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (remaining.count() <= 0) {
       return DeadlineExceeded(method + " " + path_and_query.substr(0, path_and_query.find('?')) +
                               ": no answer within " +
@@ -158,9 +157,9 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
         if (TrimSpace(response.body).empty()) return Json::object();
         StatusOr<Json> parsed = ParseJsonText(response.body);
         if (!parsed.ok()) {
-          return Status(Code::kDataLoss, method + " " + path_and_query +
-                                             ": the server's answer is not JSON: " +
-                                             parsed.status().message());
+          return Status(Code::kDataLoss,
+                        method + " " + path_and_query +
+                            ": the server's answer is not JSON: " + parsed.status().message());
         }
         return parsed;
       }
@@ -256,7 +255,8 @@ StatusOr<Json> KubeClient::List(const ResourcePath& collection, const ListOption
     }
     if (!page->is_object() || !page->contains("items") || !(*page)["items"].is_array()) {
       if (!(page->contains("items") && (*page)["items"].is_null())) {
-        return Status(Code::kDataLoss, "GET " + collection.UrlPath() + ": answer has no items list");
+        return Status(Code::kDataLoss,
+                      "GET " + collection.UrlPath() + ": answer has no items list");
       }
     }
     if (first_page) {
@@ -284,8 +284,8 @@ StatusOr<Json> KubeClient::Create(const ResourcePath& collection, const Json& ob
                                   const WriteOptions& options) {
   StatusOr<std::string> body = DumpBody(object);
   if (!body.ok()) return body.status();
-  return impl_->Call("POST", collection.UrlPath() + Query(WriteParams(options)),
-                     "application/json", *body);
+  return impl_->Call("POST", collection.UrlPath() + Query(WriteParams(options)), "application/json",
+                     *body);
 }
 
 StatusOr<Json> KubeClient::Update(const ResourcePath& object, const Json& value,
@@ -303,8 +303,7 @@ StatusOr<Json> KubeClient::Patch(const ResourcePath& object, PatchType type, con
   if (type == PatchType::kJson) content_type = "application/json-patch+json";
   StatusOr<std::string> body = DumpBody(patch);
   if (!body.ok()) return body.status();
-  return impl_->Call("PATCH", object.UrlPath() + Query(WriteParams(options)), content_type,
-                     *body);
+  return impl_->Call("PATCH", object.UrlPath() + Query(WriteParams(options)), content_type, *body);
 }
 
 StatusOr<Json> KubeClient::Delete(const ResourcePath& object, const DeleteOptions& options) {
@@ -323,21 +322,20 @@ StatusOr<Json> KubeClient::Delete(const ResourcePath& object, const DeleteOption
   StatusOr<std::string> text = DumpBody(body);
   if (!text.ok()) return text.status();
   // dryRun also travels in the query, where every server version reads it.
-  return impl_->Call("DELETE",
-                     object.UrlPath() + Query({{"dryRun", options.dry_run ? "All" : ""}}),
+  return impl_->Call("DELETE", object.UrlPath() + Query({{"dryRun", options.dry_run ? "All" : ""}}),
                      "application/json", *text);
 }
 
 Status KubeClient::Watch(const ResourcePath& collection, const WatchOptions& options,
                          const std::function<bool(const WatchEvent&)>& on_event) {
-  std::string query = Query({{"watch", "1"},
-                             {"resourceVersion", options.resource_version},
-                             {"timeoutSeconds", options.timeout_seconds > 0
-                                                    ? std::to_string(options.timeout_seconds)
-                                                    : ""},
-                             {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
-                             {"labelSelector", options.list.label_selector},
-                             {"fieldSelector", options.list.field_selector}});
+  std::string query =
+      Query({{"watch", "1"},
+             {"resourceVersion", options.resource_version},
+             {"timeoutSeconds",
+              options.timeout_seconds > 0 ? std::to_string(options.timeout_seconds) : ""},
+             {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+             {"labelSelector", options.list.label_selector},
+             {"fieldSelector", options.list.field_selector}});
   WatchDecoder decoder;
   Status stream_status;  // why the stream was ended from our side, if it was
   bool handler_stopped = false;
@@ -361,8 +359,8 @@ Status KubeClient::Watch(const ResourcePath& collection, const WatchOptions& opt
       Json& object = (*value)["object"];
       if (type == "ERROR") {
         long code = object.is_object() ? object.value("code", 0L) : 0L;
-        stream_status = StatusFromHttpAnswer(code == 0 ? 500 : code,
-                                             object.is_null() ? "" : object.dump());
+        stream_status =
+            StatusFromHttpAnswer(code == 0 ? 500 : code, object.is_null() ? "" : object.dump());
         return false;
       }
       if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {

@@ -74,7 +74,9 @@ class KubeClientTest : public ::testing::Test {
 };
 TestApiServer* KubeClientTest::server_ = nullptr;
 
-std::unique_ptr<KubeClient> Connect(ClientConfig config) { return ConnectOrFail(std::move(config)); }
+std::unique_ptr<KubeClient> Connect(ClientConfig config) {
+  return ConnectOrFail(std::move(config));
+}
 
 TEST_F(KubeClientTest, ClientCertificateAndTokenBothAuthenticate) {
   ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("cm", "v")).ok());
@@ -102,11 +104,11 @@ TEST_F(KubeClientTest, NoOrWrongCredentialsGet401) {
 TEST_F(KubeClientTest, ServerCertificateMustChainToConfiguredCa) {
   // A CA of our own that never signed the server's certificate.
   std::string other = dir_ + "/other-ca";
-  StatusOr<std::string> made = RunCommand(
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", other + ".key", "-out", other + ".crt", "-days", "1", "-subj",
-       "/CN=other-ca"},
-      std::chrono::seconds(30));
+  StatusOr<std::string> made =
+      RunCommand({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                  "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", other + ".key", "-out",
+                  other + ".crt", "-days", "1", "-subj", "/CN=other-ca"},
+                 std::chrono::seconds(30));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   ClientConfig config = client_->config();
   config.ca_pem = ReadFile(other + ".crt");
@@ -233,8 +235,9 @@ TEST_F(KubeClientTest, DryRunWritesStoreNothing) {
 
   StatusOr<Json> real = client_->Create(ConfigMaps(), ConfigMap("dry", "v"));
   ASSERT_TRUE(real.ok());
-  ASSERT_TRUE(client_->Patch(ConfigMaps().Named("dry"), PatchType::kMerge,
-                             {{"data", {{"key", "changed"}}}}, dry)
+  ASSERT_TRUE(client_
+                  ->Patch(ConfigMaps().Named("dry"), PatchType::kMerge,
+                          {{"data", {{"key", "changed"}}}}, dry)
                   .ok());
   DeleteOptions dry_delete;
   dry_delete.dry_run = true;
@@ -288,6 +291,29 @@ TEST(KubeClientCrashTest, KilledServerGivesUnavailableWithinTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(8));
 }
 
+TEST_F(KubeClientTest, OneClientServesManyThreads) {
+  // The controller shares one client between its workers.
+  constexpr int kThreads = 6;
+  constexpr int kEach = 10;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
+        if (!client_->Create(ConfigMaps(), ConfigMap(name, name)).ok()) ++failures;
+        StatusOr<Json> got = client_->Get(ConfigMaps().Named(name));
+        if (!got.ok() || (*got)["data"]["key"] != name) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  StatusOr<Json> list = client_->List(ConfigMaps());
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ((*list)["items"].size(), static_cast<size_t>(kThreads * kEach));
+}
+
 TEST_F(KubeClientTest, TokenFileIsReadAgainForEveryRequest) {
   std::string token_file = dir_ + "/rotating-token";
   std::ofstream(token_file) << "stale-token\n";
@@ -304,18 +330,19 @@ TEST_F(KubeClientTest, TokenFileIsReadAgainForEveryRequest) {
 TEST_F(KubeClientTest, ExecPluginRerunOnceAfter401) {
   // The plugin hands out a revoked token first, then the valid one, counting its runs.
   std::string plugin = dir_ + "/plugin.sh";
-  std::ofstream(plugin) << "#!/bin/sh\n"
-                           "echo run >> \"$RUNS\"\n"
-                           "if [ $(wc -l < \"$RUNS\") -eq 1 ]; then t=revoked; else t=fake-token; fi\n"
-                           "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":"
-                           "\"client.authentication.k8s.io/v1\",\"status\":{\"token\":\"%s\"}}' "
-                           "\"$t\"\n";
+  std::ofstream(plugin)
+      << "#!/bin/sh\n"
+         "echo run >> \"$RUNS\"\n"
+         "if [ $(wc -l < \"$RUNS\") -eq 1 ]; then t=revoked; else t=fake-token; fi\n"
+         "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":"
+         "\"client.authentication.k8s.io/v1\",\"status\":{\"token\":\"%s\"}}' "
+         "\"$t\"\n";
   fs::permissions(plugin, fs::perms::owner_all);
   ClientConfig config = client_->config();
   config.client_cert_pem.clear();
   config.client_key_pem.clear();
-  config.exec = ExecPluginConfig{"client.authentication.k8s.io/v1", plugin, {},
-                                 {{"RUNS", dir_ + "/runs"}}, "Never", false};
+  config.exec = ExecPluginConfig{"client.authentication.k8s.io/v1", plugin,  {},
+                                 {{"RUNS", dir_ + "/runs"}},        "Never", false};
   std::unique_ptr<KubeClient> client = Connect(config);
   StatusOr<Json> got = client->Get(ConfigMaps().Named("x"));
   EXPECT_TRUE(IsNotFound(got.status())) << got.status().ToString();  // authenticated

@@ -93,7 +93,8 @@ StatusOr<std::string> StringField(const Json& object, const char* key, const std
 
 StatusOr<bool> BoolField(const Json& object, const char* key, const std::string& where) {
   if (!object.contains(key) || object[key].is_null()) return false;
-  if (!object[key].is_boolean()) return InvalidArgument(where + "." + key + ": expected true or false");
+  if (!object[key].is_boolean())
+    return InvalidArgument(where + "." + key + ": expected true or false");
   return object[key].get<bool>();
 }
 
@@ -138,8 +139,8 @@ Status MergeFile(const std::string& path, MergedKubeconfig* merged) {
       if (!item.is_object()) return InvalidArgument(where + ": expected a mapping");
       StatusOr<std::string> name = StringField(item, "name", where);
       if (!name.ok()) return name.status();
-      Json body = item.contains(item_key) && !item[item_key].is_null() ? item[item_key]
-                                                                        : Json::object();
+      Json body =
+          item.contains(item_key) && !item[item_key].is_null() ? item[item_key] : Json::object();
       if (!body.is_object()) {
         return InvalidArgument(where + "." + item_key + ": expected a mapping");
       }
@@ -233,15 +234,16 @@ Status ApplyCluster(const std::string& name, const Stanza& stanza, const ConfigF
   }
   if (!proxy_url->empty()) FLEXCSI_RETURN_IF_ERROR(ValidateProxyUrl(*proxy_url, name));
   if (!ca_file->empty() && !ca_data->empty()) {
-    return InvalidArgument("invalid configuration: certificate-authority-data and "
-                           "certificate-authority are both specified for " + name + " (" +
-                           stanza.origin + ")");
+    return InvalidArgument(
+        "invalid configuration: certificate-authority-data and "
+        "certificate-authority are both specified for " +
+        name + " (" + stanza.origin + ")");
   }
   if (*insecure && (!ca_file->empty() || !ca_data->empty())) {
     // rest.Config validation: "specifying a root certificates file with the insecure flag is
     // not allowed".
-    return InvalidArgument("invalid configuration: cluster " + Quoted(name) + " (" +
-                           stanza.origin + ") sets insecure-skip-tls-verify together with a "
+    return InvalidArgument("invalid configuration: cluster " + Quoted(name) + " (" + stanza.origin +
+                           ") sets insecure-skip-tls-verify together with a "
                            "certificate authority, which is not allowed");
   }
   config->ca_pem = *ca_data;
@@ -249,9 +251,9 @@ Status ApplyCluster(const std::string& name, const Stanza& stanza, const ConfigF
     std::string path = ResolveAgainst(stanza.origin, *ca_file);
     StatusOr<std::string> pem = ReadWholeFile(path);
     if (!pem.ok()) {
-      return InvalidArgument("invalid configuration: unable to read certificate-authority " +
-                             path + " for " + name + " (" + stanza.origin + "): " +
-                             pem.status().message());
+      return InvalidArgument("invalid configuration: unable to read certificate-authority " + path +
+                             " for " + name + " (" + stanza.origin +
+                             "): " + pem.status().message());
     }
     config->ca_pem = *pem;
   }
@@ -285,13 +287,13 @@ StatusOr<ExecPluginConfig> ReadExec(const Json& e, const std::string& origin,
   }
   if (*api_version != "client.authentication.k8s.io/v1" &&
       *api_version != "client.authentication.k8s.io/v1beta1") {
-    return InvalidArgument("exec plugin: invalid apiVersion " + Quoted(*api_version) +
-                           " for " + user + " (" + origin + ")");
+    return InvalidArgument("exec plugin: invalid apiVersion " + Quoted(*api_version) + " for " +
+                           user + " (" + origin + ")");
   }
   exec.api_version = *api_version;
   // Commands with a path separator are relative to the kubeconfig; bare names go through PATH.
-  exec.command = command->find('/') != std::string::npos ? ResolveAgainst(origin, *command)
-                                                         : *command;
+  exec.command =
+      command->find('/') != std::string::npos ? ResolveAgainst(origin, *command) : *command;
   exec.provide_cluster_info = *cluster_info;
   exec.interactive_mode = *mode;
   if (exec.interactive_mode.empty() && exec.api_version.find("v1beta1") != std::string::npos) {
@@ -343,9 +345,9 @@ Status ApplyUser(const std::string& name, const Stanza& stanza, ClientConfig* co
   StatusOr<std::string> key_data = DataField(u, "client-key-data", where);
   StatusOr<std::string> username = StringField(u, "username", where);
   StatusOr<std::string> password = StringField(u, "password", where);
-  for (const Status& s : {token.status(), token_file.status(), cert_file.status(),
-                          cert_data.status(), key_file.status(), key_data.status(),
-                          username.status(), password.status()}) {
+  for (const Status& s :
+       {token.status(), token_file.status(), cert_file.status(), cert_data.status(),
+        key_file.status(), key_data.status(), username.status(), password.status()}) {
     FLEXCSI_RETURN_IF_ERROR(s);
   }
   if (u.contains("auth-provider") && !u["auth-provider"].is_null()) {
@@ -360,17 +362,25 @@ Status ApplyUser(const std::string& name, const Stanza& stanza, ClientConfig* co
   }
   if (!cert_file->empty() || !cert_data->empty()) {
     if (!cert_file->empty() && !cert_data->empty()) {
-      return InvalidArgument("invalid configuration: client-cert-data and client-cert are both "
-                             "specified for " + name + " (" + stanza.origin + ")");
+      return InvalidArgument(
+          "invalid configuration: client-cert-data and client-cert are both "
+          "specified for " +
+          name + " (" + stanza.origin + ")");
     }
     if (!key_file->empty() && !key_data->empty()) {
-      return InvalidArgument("invalid configuration: client-key-data and client-key are both "
-                             "specified for " + name + " (" + stanza.origin + ")");
+      return InvalidArgument(
+          "invalid configuration: client-key-data and client-key are both "
+          "specified for " +
+          name + " (" + stanza.origin + ")");
     }
     if (key_file->empty() && key_data->empty()) {
-      return InvalidArgument("invalid configuration: client-key-data or client-key must be "
-                             "specified for " + name + " to use the clientCert authentication "
-                             "method (" + stanza.origin + ")");
+      return InvalidArgument(
+          "invalid configuration: client-key-data or client-key must be "
+          "specified for " +
+          name +
+          " to use the clientCert authentication "
+          "method (" +
+          stanza.origin + ")");
     }
     config->client_cert_pem = *cert_data;
     config->client_key_pem = *key_data;
@@ -380,8 +390,8 @@ Status ApplyUser(const std::string& name, const Stanza& stanza, ClientConfig* co
       StatusOr<std::string> pem = ReadWholeFile(path);
       if (!pem.ok()) {
         return InvalidArgument(std::string("invalid configuration: unable to read ") + what + " " +
-                               path + " for " + name + " (" + stanza.origin + "): " +
-                               pem.status().message());
+                               path + " for " + name + " (" + stanza.origin +
+                               "): " + pem.status().message());
       }
       *out = *pem;
       return Status::Ok();
@@ -467,9 +477,9 @@ StatusOr<ClientConfig> LoadClientConfig(const ConfigFlags& flags) {
         return NotFound("context " + Quoted(context_name) + " does not exist in " +
                         FileListForMessage(merged, files));
       }
-      return NotFound("invalid configuration: context was not found for specified context: " +
-                      context_name + " (current-context in " + FileListForMessage(merged, files) +
-                      ")");
+      return NotFound(
+          "invalid configuration: context was not found for specified context: " + context_name +
+          " (current-context in " + FileListForMessage(merged, files) + ")");
     }
     context = it->second.value;
     context_origin = it->second.origin;
@@ -478,8 +488,7 @@ StatusOr<ClientConfig> LoadClientConfig(const ConfigFlags& flags) {
   StatusOr<std::string> cluster_name = StringField(context, "cluster", context_where);
   StatusOr<std::string> user_name = StringField(context, "user", context_where);
   StatusOr<std::string> context_namespace = StringField(context, "namespace", context_where);
-  for (const Status& s :
-       {cluster_name.status(), user_name.status(), context_namespace.status()}) {
+  for (const Status& s : {cluster_name.status(), user_name.status(), context_namespace.status()}) {
     FLEXCSI_RETURN_IF_ERROR(s);
   }
 
@@ -514,17 +523,19 @@ StatusOr<ClientConfig> LoadClientConfig(const ConfigFlags& flags) {
     if (user == merged.users.end()) {
       // kubectl would carry on anonymously; a migration tool that silently drops credentials
       // only produces puzzling 401/403s later, so this is an error here.
-      return NotFound("user " + Quoted(*user_name) + " (context " + Quoted(context_name) +
-                      " in " + context_origin + ") not found in " +
-                      FileListForMessage(merged, files));
+      return NotFound("user " + Quoted(*user_name) + " (context " + Quoted(context_name) + " in " +
+                      context_origin + ") not found in " + FileListForMessage(merged, files));
     }
     FLEXCSI_RETURN_IF_ERROR(ApplyUser(*user_name, user->second, &config));
   }
   if (!flags.token.empty()) {
     if (!config.username.empty() || !config.password.empty()) {
-      return InvalidArgument("invalid configuration: more than one authentication method found "
-                             "for " + *user_name + "; found [token basicAuth], only one is "
-                             "allowed (--token)");
+      return InvalidArgument(
+          "invalid configuration: more than one authentication method found "
+          "for " +
+          *user_name +
+          "; found [token basicAuth], only one is "
+          "allowed (--token)");
     }
     config.token = flags.token;
     config.token_file.clear();
@@ -558,8 +569,9 @@ StatusOr<ClientConfig> LoadInClusterConfig(const std::string& service_account_di
   std::string host = GetEnv("KUBERNETES_SERVICE_HOST");
   std::string port = GetEnv("KUBERNETES_SERVICE_PORT");
   if (host.empty() || port.empty()) {
-    return FailedPrecondition("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
-                              "and KUBERNETES_SERVICE_PORT must be defined");
+    return FailedPrecondition(
+        "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
+        "and KUBERNETES_SERVICE_PORT must be defined");
   }
   ClientConfig config;
   // net.JoinHostPort: IPv6 literals are bracketed.

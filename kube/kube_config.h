@@ -15,12 +15,12 @@ namespace flexcsi::kube {
 
 // What the user said on the command line; empty means "not given".
 struct ConfigFlags {
-  std::string kubeconfig;  // --kubeconfig
-  std::string context;     // --context
-  std::string namespace_;  // --namespace / -n
-  std::string server;      // --server (overrides the cluster's)
-  std::string token;       // --token
-  bool in_cluster = false; // force in-cluster config (controllers), ignoring kubeconfig files
+  std::string kubeconfig;   // --kubeconfig
+  std::string context;      // --context
+  std::string namespace_;   // --namespace / -n
+  std::string server;       // --server (overrides the cluster's)
+  std::string token;        // --token
+  bool in_cluster = false;  // force in-cluster config (controllers), ignoring kubeconfig files
   // Where in-cluster configuration is looked for (when forced, or when no kubeconfig gives a
   // server, as kubectl falls back); tests point it at a temp dir.
   std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -16,8 +16,12 @@ namespace fs = std::filesystem;
 
 // Every variable LoadClientConfig reads; each test starts with all of them unset and HOME in a
 // temp dir, and gets the originals back afterwards.
-const char* const kEnv[] = {"KUBECONFIG", "HOME", "KUBERNETES_SERVICE_HOST",
-                            "KUBERNETES_SERVICE_PORT", "POD_NAMESPACE", "KUBERNETES_MASTER"};
+const char* const kEnv[] = {"KUBECONFIG",
+                            "HOME",
+                            "KUBERNETES_SERVICE_HOST",
+                            "KUBERNETES_SERVICE_PORT",
+                            "POD_NAMESPACE",
+                            "KUBERNETES_MASTER"};
 
 class KubeConfigTest : public ::testing::Test {
  protected:
@@ -152,14 +156,17 @@ users:
 }
 
 TEST_F(KubeConfigTest, DataFieldsAreBase64Pem) {
-  std::string path = Write("config", "current-context: c\n"
-                                     "clusters: [{name: k, cluster: {server: 'https://k', "
-                                     "certificate-authority-data: " + Base64Encode("CA-PEM") +
-                                     "}}]\n"
-                                     "users: [{name: u, user: {client-certificate-data: " +
-                                     Base64Encode("CERT-PEM") + ", client-key-data: " +
-                                     Base64Encode("KEY-PEM") + "}}]\n"
-                                     "contexts: [{name: c, context: {cluster: k, user: u}}]\n");
+  std::string path =
+      Write("config",
+            "current-context: c\n"
+            "clusters: [{name: k, cluster: {server: 'https://k', "
+            "certificate-authority-data: " +
+                Base64Encode("CA-PEM") +
+                "}}]\n"
+                "users: [{name: u, user: {client-certificate-data: " +
+                Base64Encode("CERT-PEM") + ", client-key-data: " + Base64Encode("KEY-PEM") +
+                "}}]\n"
+                "contexts: [{name: c, context: {cluster: k, user: u}}]\n");
   flags_.kubeconfig = path;
   StatusOr<ClientConfig> c = LoadClientConfig(flags_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -167,10 +174,11 @@ TEST_F(KubeConfigTest, DataFieldsAreBase64Pem) {
   EXPECT_EQ(c->client_cert_pem, "CERT-PEM");
   EXPECT_EQ(c->client_key_pem, "KEY-PEM");
 
-  Write("config", "current-context: c\n"
-                  "clusters: [{name: k, cluster: {server: 'https://k', "
-                  "certificate-authority-data: 'not base64!'}}]\n"
-                  "contexts: [{name: c, context: {cluster: k}}]\n");
+  Write("config",
+        "current-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://k', "
+        "certificate-authority-data: 'not base64!'}}]\n"
+        "contexts: [{name: c, context: {cluster: k}}]\n");
   c = LoadClientConfig(flags_);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
@@ -255,8 +263,8 @@ TEST_F(KubeConfigTest, ConflictingSettingsAreRejected) {
   } cases[] = {
       {"{server: 'https://k', certificate-authority: ca.crt, certificate-authority-data: Q0E=}",
        "{}", "both specified"},
-      {"{server: 'https://k', certificate-authority: ca.crt, insecure-skip-tls-verify: true}",
-       "{}", "insecure-skip-tls-verify"},
+      {"{server: 'https://k', certificate-authority: ca.crt, insecure-skip-tls-verify: true}", "{}",
+       "insecure-skip-tls-verify"},
       {"{server: 'https://k'}", "{token: t, username: a, password: b}",
        "more than one authentication method"},
       {"{server: 'https://k'}", "{client-certificate: c.crt}", "client-key"},
@@ -272,8 +280,7 @@ TEST_F(KubeConfigTest, ConflictingSettingsAreRejected) {
                             "}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n");
     StatusOr<ClientConfig> c = LoadClientConfig(flags_);
     ASSERT_FALSE(c.ok()) << tc.cluster << " " << tc.user;
-    EXPECT_NE(c.status().message().find(tc.expected), std::string::npos)
-        << c.status().message();
+    EXPECT_NE(c.status().message().find(tc.expected), std::string::npos) << c.status().message();
   }
 }
 

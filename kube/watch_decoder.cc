@@ -9,14 +9,14 @@ Status WatchDecoder::Feed(const char* data, size_t size, const ValueHandler& on_
       // Between values only whitespace may appear.
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
       if (c != '{') {
-        return Status(Code::kDataLoss, std::string("watch stream: expected '{' between events, got '") +
-                                           c + "'");
+        return Status(Code::kDataLoss,
+                      std::string("watch stream: expected '{' between events, got '") + c + "'");
       }
     }
     current_ += c;
     if (current_.size() > kMaxEventBytes) {
-      return Status(Code::kDataLoss, "watch stream: one event exceeds " +
-                                         std::to_string(kMaxEventBytes) + " bytes");
+      return Status(Code::kDataLoss,
+                    "watch stream: one event exceeds " + std::to_string(kMaxEventBytes) + " bytes");
     }
     if (in_string_) {
       if (escaped_) {

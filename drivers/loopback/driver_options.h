@@ -25,7 +25,14 @@ struct DriverOptions {
   // instance stand in for a small cluster in tests. Volumes are still only usable on node_id.
   std::vector<std::string> extra_node_ids;
   std::string state_dir;
-  bool stage_unstage = true;      // false: --no-stage-unstage
+  bool stage_unstage = true;  // false: --no-stage-unstage
+  // --stage-without-mount (REQUIRES stage_unstage): NodeStage attaches, formats and records but
+  // mounts nothing at the staging path; NodePublish mounts the device itself at each target.
+  // The shape of csi-driver-host-path and of many network-filesystem drivers.
+  bool stage_without_mount = false;
+  // false: --no-volume-mount-group. VOLUME_MOUNT_GROUP is not advertised and a request that
+  // carries volume_mount_group anyway is INVALID_ARGUMENT (the CO must not send it).
+  bool volume_mount_group = true;
   bool controller_attach = true;  // false: --no-attach (no PUBLISH_UNPUBLISH_VOLUME)
   bool expand = true;             // false: --no-expand
   int64_t max_volumes_per_node = 64;

@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/volume_locks.h"
 #include "drivers/loopback/controller_server.h"
 #include "drivers/loopback/driver_options.h"
 #include "drivers/loopback/identity_server.h"
 #include "drivers/loopback/node_server.h"
-#include "common/volume_locks.h"
 #include "drivers/loopback/volume_state.h"
 
 namespace flexcsi {
@@ -55,6 +55,7 @@ int Run(int argc, char** argv) {
   bool no_stage = false;
   bool no_attach = false;
   bool no_expand = false;
+  bool no_volume_mount_group = false;
   std::string log_level = "info";
 
   CLI::App app{"csi-loopback: CSI driver backed by sparse files on loop devices"};
@@ -66,9 +67,18 @@ int Run(int argc, char** argv) {
       ->required();
   app.add_option("--driver-name", options.driver_name, "CSI driver name")
       ->default_val(kDefaultDriverName);
-  app.add_flag("--no-stage-unstage", no_stage, "do not offer STAGE_UNSTAGE_VOLUME");
+  // Driver shapes found in the wild, so that COs (and flexcsi's bridge) are tested against more
+  // than one: see README.md "Driver shapes".
+  app.add_flag("--no-stage-unstage", no_stage,
+               "do not offer STAGE_UNSTAGE_VOLUME: NodePublish attaches, formats and mounts");
+  app.add_flag("--stage-without-mount", options.stage_without_mount,
+               "NodeStage attaches and records only, nothing is mounted at the staging path; "
+               "NodePublish mounts the device at each target (csi-driver-host-path's shape)");
   app.add_flag("--no-attach", no_attach, "do not offer PUBLISH_UNPUBLISH_VOLUME");
   app.add_flag("--no-expand", no_expand, "do not offer volume expansion");
+  app.add_flag("--no-volume-mount-group", no_volume_mount_group,
+               "do not offer VOLUME_MOUNT_GROUP; a volume_mount_group sent anyway is "
+               "INVALID_ARGUMENT");
   app.add_option("--extra-node-id", options.extra_node_ids,
                  "further node ids ControllerPublishVolume accepts (repeatable)");
   app.add_option("--max-volumes-per-node", options.max_volumes_per_node,
@@ -79,6 +89,7 @@ int Run(int argc, char** argv) {
   options.stage_unstage = !no_stage;
   options.controller_attach = !no_attach;
   options.expand = !no_expand;
+  options.volume_mount_group = !no_volume_mount_group;
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("csi-loopback"));
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -91,6 +102,10 @@ int Run(int argc, char** argv) {
   }
   if (options.node_id.empty() || options.node_id.size() > 256) {
     spdlog::error("--nodeid must be 1 to 256 bytes");
+    return 2;
+  }
+  if (options.stage_without_mount && !options.stage_unstage) {
+    spdlog::error("--stage-without-mount and --no-stage-unstage exclude each other");
     return 2;
   }
   if (options.max_volumes_per_node < 0) {
@@ -146,10 +161,13 @@ int Run(int argc, char** argv) {
     spdlog::error("cannot listen on {}", fmt::join(endpoints, ", "));
     return 1;
   }
-  spdlog::info("{} {} serving on {} (node {}, state {}, stage={}, attach={}, expand={})",
-               options.driver_name, options.vendor_version, fmt::join(endpoints, ", "),
-               options.node_id, options.state_dir, options.stage_unstage, options.controller_attach,
-               options.expand);
+  spdlog::info(
+      "{} {} serving on {} (node {}, state {}, stage={}, stage_mounts={}, attach={}, expand={}, "
+      "volume_mount_group={})",
+      options.driver_name, options.vendor_version, fmt::join(endpoints, ", "), options.node_id,
+      options.state_dir, options.stage_unstage,
+      options.stage_unstage && !options.stage_without_mount, options.controller_attach,
+      options.expand, options.volume_mount_group);
 
   std::thread stopper([&] {
     int signal_number = 0;

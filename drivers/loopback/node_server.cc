@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <boost/filesystem.hpp>
+#include <optional>
 
 #include "common/mount_table.h"
 #include "drivers/loopback/filesystem.h"
@@ -130,6 +131,19 @@ Status ApplyMountGroup(const std::string& path, const VolumeCapability& capabili
   return Status::Ok();
 }
 
+// Whether a mount lets writes through: neither the mount point nor the superblock is "ro".
+bool MountIsWritable(const MountEntry& entry) {
+  std::string options = "," + entry.options + ",";
+  return options.find(",ro,") == std::string::npos;
+}
+
+// Makes the mount at `target` read-only for this mount point alone (a bind remount changes the
+// mount's flags, not the superblock's): the filesystem stays writable through the volume's
+// other targets, which is how one volume serves a read-only pod beside a writing one.
+Status MakeMountReadOnly(const std::string& target) {
+  return Mount(target, target, "", "remount,bind,ro");
+}
+
 std::string MountOptionsFor(const VolumeCapability& capability, const std::string& fs_type,
                             bool readonly) {
   std::vector<std::string> options;
@@ -177,25 +191,47 @@ StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
 
 Status NodeServer::MountDevice(const std::string& device, const std::string& fs_type,
                                bool formatted, const std::string& path,
-                               const VolumeCapability& capability, bool readonly) {
+                               const VolumeCapability& capability, bool readonly,
+                               bool superblock_readonly) {
   FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(path));
   if (!IsMountPoint(path)) {
     // A volume restored or cloned into a larger size carries the smaller filesystem of its
     // source; grow it so the capacity the CO asked for is visible. ext4 grows best offline,
     // which is only safe while the device is mounted nowhere.
-    const bool grow = !formatted && !readonly;
+    const bool grow = !formatted && !superblock_readonly;
     if (grow && !DeviceIsMounted(device)) {
       Status grown = GrowUnmountedFilesystem(fs_type, device);
       if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, device, grown.ToString());
     }
     FLEXCSI_RETURN_IF_ERROR(
-        Mount(device, path, fs_type, MountOptionsFor(capability, fs_type, readonly)));
+        Mount(device, path, fs_type, MountOptionsFor(capability, fs_type, superblock_readonly)));
+    if (readonly && !superblock_readonly) {
+      Status made_ro = MakeMountReadOnly(path);
+      if (!made_ro.ok()) {
+        // A writable mount where a read-only one was asked for must not survive.
+        Status undone = UnmountAll(path);
+        if (!undone.ok()) spdlog::warn("undoing {}: {}", path, undone.ToString());
+        return made_ro;
+      }
+    }
     if (grow && fs_type == "xfs") {
       Status grown = GrowFilesystem(fs_type, device, path);
       if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, path, grown.ToString());
     }
   }
   return ApplyMountGroup(path, capability, readonly);
+}
+
+Status NodeServer::CheckMountGroupOffered(const VolumeCapability& capability) const {
+  if (!capability.has_mount()) return Status::Ok();
+  if (!options_.volume_mount_group && !capability.mount().volume_mount_group().empty()) {
+    // The CO must not send it to a node without VOLUME_MOUNT_GROUP; a real driver would ignore
+    // it and the workload would silently lack the group, so refusing makes the CO's bug visible.
+    return InvalidArgument(
+        "volume_mount_group is set but this node does not offer "
+        "VOLUME_MOUNT_GROUP (--no-volume-mount-group)");
+  }
+  return ParseMountGroup(capability.mount().volume_mount_group()).status();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,10 +253,7 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
   const VolumeCapability& capability = request.volume_capability();
   FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
-  FLEXCSI_RETURN_IF_ERROR(ParseMountGroup(capability.has_mount()
-                                              ? capability.mount().volume_mount_group()
-                                              : std::string())
-                              .status());
+  FLEXCSI_RETURN_IF_ERROR(CheckMountGroupOffered(capability));
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
@@ -255,8 +288,10 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   bool formatted = false;
   StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type, &formatted);
   Status result = device.status();
-  if (result.ok() && !volume->block) {
-    result = MountDevice(*device, fs_type, formatted, path, capability, readonly);
+  // --stage-without-mount: the device is attached and formatted, the staging path stays an
+  // empty directory, and NodePublish mounts the device at each target.
+  if (result.ok() && !volume->block && !options_.stage_without_mount) {
+    result = MountDevice(*device, fs_type, formatted, path, capability, readonly, readonly);
   }
   if (!result.ok()) {
     // Leave no half-staged volume behind: a device we attached for nothing is detached.
@@ -329,10 +364,7 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
   if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
   const VolumeCapability& capability = request.volume_capability();
   FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
-  FLEXCSI_RETURN_IF_ERROR(ParseMountGroup(capability.has_mount()
-                                              ? capability.mount().volume_mount_group()
-                                              : std::string())
-                              .status());
+  FLEXCSI_RETURN_IF_ERROR(CheckMountGroupOffered(capability));
   if (options_.stage_unstage && request.staging_target_path().empty()) {
     return FailedPrecondition("staging_target_path is required: the node stages volumes");
   }
@@ -346,6 +378,9 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
   const bool readonly = request.readonly() || IsReadOnlyMode(capability.access_mode().mode());
   const std::string key = CapabilityKey(capability);
 
+  // Idempotency and conflicts are judged per target: kubelet publishes one volume to every pod
+  // on the node, each pod with its own read-only flag and fsGroup. Only the same target with
+  // another capability or read-only flag is ALREADY_EXISTS.
   auto existing = volume->node_publications.find(target);
   if (existing != volume->node_publications.end()) {
     if (existing->second.readonly != readonly || existing->second.capability_key != key) {
@@ -355,13 +390,12 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
     if (IsMountPoint(target)) return Status::Ok();
     // Recorded but gone (e.g. someone unmounted it): publish again below.
   } else {
+    const auto kSingleWriter = VolumeCapability::AccessMode::SINGLE_NODE_SINGLE_WRITER;
+    const std::string single_writer_key =
+        VolumeCapability::AccessMode::Mode_Name(kSingleWriter) + "|";
     for (const auto& [other_target, publication] : volume->node_publications) {
-      if (publication.capability_key != key) {
-        return FailedPrecondition("volume " + volume->id + " is published at " + other_target +
-                                  " with a different capability");
-      }
-      if (capability.access_mode().mode() ==
-          VolumeCapability::AccessMode::SINGLE_NODE_SINGLE_WRITER) {
+      if (capability.access_mode().mode() == kSingleWriter ||
+          publication.capability_key.rfind(single_writer_key, 0) == 0) {
         return FailedPrecondition("volume " + volume->id +
                                   " is SINGLE_NODE_SINGLE_WRITER and already published at " +
                                   other_target);
@@ -369,57 +403,82 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
     }
   }
 
-  const std::string file = state_->VolumeFilePath(volume->id);
-  if (options_.stage_unstage) {
-    if (volume->staging_path.empty() ||
-        !SamePath(volume->staging_path, request.staging_target_path())) {
-      return FailedPrecondition("volume " + volume->id + " is not staged at " +
-                                request.staging_target_path());
-    }
-    if (volume->block) {
-      StatusOr<std::string> device = AttachLoopDevice(file, readonly);
-      if (!device.ok()) return device.status();
-      FLEXCSI_RETURN_IF_ERROR(EnsureFile(target));
-      if (!IsMountPoint(target)) FLEXCSI_RETURN_IF_ERROR(BindMount(*device, target, readonly));
-      if (!readonly) volume->device = *device;
-    } else {
-      if (!IsMountPoint(volume->staging_path)) {
-        return FailedPrecondition("staging path " + volume->staging_path +
-                                  " is not mounted; stage the volume again");
-      }
-      FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(target));
-      if (!IsMountPoint(target)) {
-        FLEXCSI_RETURN_IF_ERROR(BindMount(volume->staging_path, target, readonly));
-      }
-      FLEXCSI_RETURN_IF_ERROR(ApplyMountGroup(target, capability, readonly));
-    }
-  } else {
-    // No staging: this call does what NodeStage would have done, straight onto the target.
-    const bool had_device = !volume->device.empty();
-    std::string fs_type;
-    bool formatted = false;
-    StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type, &formatted);
-    Status result = device.status();
-    if (result.ok()) {
-      if (volume->block) {
-        StatusOr<std::string> node_device = readonly ? AttachLoopDevice(file, true) : device;
-        result = node_device.status();
-        if (result.ok()) result = EnsureFile(target);
-        if (result.ok() && !IsMountPoint(target)) {
-          result = BindMount(*node_device, target, readonly);
-        }
-      } else {
-        result = MountDevice(*device, fs_type, formatted, target, capability, readonly);
-      }
-    }
-    if (!result.ok()) {
-      if (!had_device && volume->node_publications.empty()) DetachLoopDevices(file);
-      return result;
-    }
-    volume->device = *device;
+  if (options_.stage_unstage && (volume->staging_path.empty() ||
+                                 !SamePath(volume->staging_path, request.staging_target_path()))) {
+    return FailedPrecondition("volume " + volume->id + " is not staged at " +
+                              request.staging_target_path());
   }
-  volume->node_publications[target] = {readonly, key};
+  Status published = options_.stage_unstage && !options_.stage_without_mount
+                         ? PublishFromStagingPath(request, readonly, &*volume)
+                         : PublishFromDevice(request, readonly, &*volume);
+  FLEXCSI_RETURN_IF_ERROR(published);
+  StatusOr<int64_t> group = ParseMountGroup(
+      capability.has_mount() ? capability.mount().volume_mount_group() : std::string());
+  volume->node_publications[target] = {readonly, key, group.ok() ? *group : -1};
   return state_->PutVolume(*volume).status();
+}
+
+Status NodeServer::PublishFromStagingPath(const csi::v1::NodePublishVolumeRequest& request,
+                                          bool readonly, VolumeRecord* volume) {
+  const std::string& target = request.target_path();
+  const VolumeCapability& capability = request.volume_capability();
+  if (volume->block) {
+    StatusOr<std::string> device = AttachLoopDevice(state_->VolumeFilePath(volume->id), readonly);
+    if (!device.ok()) return device.status();
+    FLEXCSI_RETURN_IF_ERROR(EnsureFile(target));
+    if (!IsMountPoint(target)) FLEXCSI_RETURN_IF_ERROR(BindMount(*device, target, readonly));
+    if (!readonly) volume->device = *device;
+    return Status::Ok();
+  }
+  if (!IsMountPoint(volume->staging_path)) {
+    return FailedPrecondition("staging path " + volume->staging_path +
+                              " is not mounted; stage the volume again");
+  }
+  FLEXCSI_RETURN_IF_ERROR(EnsureDirectory(target));
+  if (!IsMountPoint(target)) {
+    FLEXCSI_RETURN_IF_ERROR(BindMount(volume->staging_path, target, readonly));
+  }
+  return ApplyMountGroup(target, capability, readonly);
+}
+
+Status NodeServer::PublishFromDevice(const csi::v1::NodePublishVolumeRequest& request,
+                                     bool readonly, VolumeRecord* volume) {
+  const std::string& target = request.target_path();
+  const VolumeCapability& capability = request.volume_capability();
+  const std::string file = state_->VolumeFilePath(volume->id);
+  // ControllerPublishVolume(readonly) makes the whole attachment read-only: then the filesystem
+  // itself is mounted read-only. Otherwise it is mounted writable once and a read-only target
+  // is read-only as a mount point, so that read-only and writable targets coexist (a filesystem
+  // cannot be mounted read-only and writable at the same time).
+  auto ro = request.publish_context().find(kPublishContextReadonly);
+  const bool attachment_readonly = ro != request.publish_context().end() && ro->second == "true";
+  const bool had_device = !volume->device.empty();
+  std::string fs_type;
+  bool formatted = false;
+  StatusOr<std::string> device = AttachAndFormat(*volume, capability, &fs_type, &formatted);
+  Status result = device.status();
+  if (result.ok()) {
+    if (volume->block) {
+      StatusOr<std::string> node_device = readonly ? AttachLoopDevice(file, true) : device;
+      result = node_device.status();
+      if (result.ok()) result = EnsureFile(target);
+      if (result.ok() && !IsMountPoint(target)) {
+        result = BindMount(*node_device, target, readonly);
+      }
+    } else {
+      result = MountDevice(*device, fs_type, formatted, target, capability,
+                           readonly || attachment_readonly, attachment_readonly);
+    }
+  }
+  if (!result.ok()) {
+    // Without staging this call attached the device; a failed first publication detaches it.
+    if (!options_.stage_unstage && !had_device && volume->node_publications.empty()) {
+      DetachLoopDevices(file);
+    }
+    return result;
+  }
+  volume->device = *device;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,7 +544,11 @@ Status NodeServer::DoStats(const csi::v1::NodeGetVolumeStatsRequest& request,
   }
   csi::v1::VolumeCondition* condition = response->mutable_volume_condition();
 
-  if (volume->block) {
+  // --stage-without-mount leaves the staging path an empty directory by design: the volume
+  // there is its device, as for block.
+  const bool staged_unmounted = options_.stage_without_mount && !volume->staging_path.empty() &&
+                                SamePath(volume->staging_path, path) && !IsMountPoint(path);
+  if (volume->block || staged_unmounted) {
     // A block volume's staging path is a plain directory; its size is the device's.
     std::string device = volume->device;
     struct stat st;
@@ -582,13 +645,49 @@ Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
   }
   if (!volume->block) {
     StatusOr<MountEntry> mounted = FindByTarget(path);
-    if (!mounted.ok()) {
+    // --stage-without-mount: the staging path names the volume but nothing is mounted there.
+    const bool staged_unmounted = !mounted.ok() && options_.stage_without_mount &&
+                                  !volume->staging_path.empty() &&
+                                  SamePath(volume->staging_path, path);
+    if (!mounted.ok() && !staged_unmounted) {
       return FailedPrecondition("volume path " + path + " is not mounted");
     }
-    if (std::find(devices->begin(), devices->end(), mounted->source) == devices->end()) {
+    if (mounted.ok() &&
+        std::find(devices->begin(), devices->end(), mounted->source) == devices->end()) {
       return NotFound("volume " + volume->id + " is not what is mounted at " + path);
     }
-    FLEXCSI_RETURN_IF_ERROR(GrowFilesystem(mounted->fstype, mounted->source, path));
+    // Grow through a writable mount of the filesystem: a read-only pod's target refuses the
+    // resize (EROFS) although the filesystem is writable through the volume's other mounts.
+    std::optional<MountEntry> writable;
+    if (mounted.ok() && MountIsWritable(*mounted)) writable = *mounted;
+    std::vector<std::string> paths = {volume->staging_path};
+    for (const auto& [target, publication] : volume->node_publications) paths.push_back(target);
+    for (const std::string& other : paths) {
+      if (writable || other.empty()) break;
+      StatusOr<MountEntry> entry = FindByTarget(other);
+      if (entry.ok() && MountIsWritable(*entry) &&
+          std::find(devices->begin(), devices->end(), entry->source) != devices->end()) {
+        writable = *entry;
+      }
+    }
+    if (!writable && staged_unmounted && !DeviceIsMounted(devices->front())) {
+      // Staged, published nowhere: ext4 grows offline now; xfs can only grow mounted, and
+      // MountDevice grows it at the next NodePublish, so there is nothing left to fail on.
+      StatusOr<std::string> fs_type = ProbeFilesystem(devices->front());
+      if (!fs_type.ok()) return fs_type.status();
+      if (*fs_type == "xfs") {
+        spdlog::info("{}: xfs on {} grows when next mounted", volume->id, devices->front());
+      } else {
+        FLEXCSI_RETURN_IF_ERROR(GrowUnmountedFilesystem(*fs_type, devices->front()));
+      }
+      response->set_capacity_bytes(volume->capacity_bytes);
+      return Status::Ok();
+    }
+    if (!writable) {
+      return FailedPrecondition("volume " + volume->id +
+                                " is mounted nowhere writable on this node; it cannot grow now");
+    }
+    FLEXCSI_RETURN_IF_ERROR(GrowFilesystem(writable->fstype, writable->source, writable->target));
   }
   response->set_capacity_bytes(volume->capacity_bytes);
   return Status::Ok();
@@ -603,8 +702,10 @@ grpc::Status NodeServer::NodeGetCapabilities(grpc::ServerContext*,
       NodeServiceCapability::RPC::GET_VOLUME_STATS,
       NodeServiceCapability::RPC::VOLUME_CONDITION,
       NodeServiceCapability::RPC::SINGLE_NODE_MULTI_WRITER,
-      NodeServiceCapability::RPC::VOLUME_MOUNT_GROUP,
   };
+  if (options_.volume_mount_group) {
+    types.push_back(NodeServiceCapability::RPC::VOLUME_MOUNT_GROUP);
+  }
   if (options_.stage_unstage) types.push_back(NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME);
   if (options_.expand) types.push_back(NodeServiceCapability::RPC::EXPAND_VOLUME);
   for (auto type : types) response->add_capabilities()->mutable_rpc()->set_type(type);

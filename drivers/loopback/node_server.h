@@ -2,16 +2,20 @@
 //
 // NodeStage attaches the volume's backing file to a loop device, makes a filesystem when the
 // device is blank and mounts it at the staging path; NodePublish bind-mounts the staging path
-// (or the device node, for block) onto each target. With --no-stage-unstage, NodePublish does
-// the attach/format/mount itself and the last NodeUnpublish detaches.
+// (or the device node, for block) onto each target. With --stage-without-mount, NodeStage
+// mounts nothing and NodePublish mounts the device at each target. With --no-stage-unstage,
+// NodePublish does the attach/format/mount itself and the last NodeUnpublish detaches.
+//
+// Each target is a publication of its own (read-only flag, capability, volume_mount_group):
+// one volume serves read-only and writable pods, with different fsGroups, at the same time.
 //
 // Every handler re-derives what is true from the kernel (mount table, losetup) rather than
 // trusting the state file alone, so repeats and restarts converge instead of failing.
 #pragma once
 
+#include "common/volume_locks.h"
 #include "csi.grpc.pb.h"
 #include "drivers/loopback/driver_options.h"
-#include "common/volume_locks.h"
 #include "drivers/loopback/volume_state.h"
 
 namespace flexcsi {
@@ -57,11 +61,23 @@ class NodeServer final : public csi::v1::Node::Service {
                                         const csi::v1::VolumeCapability& capability,
                                         std::string* fs_type, bool* formatted);
   // Mounts a filesystem device at `path` (creating the directory) honouring the capability's
-  // mount flags, read-only-ness and volume_mount_group. An existing filesystem smaller than its
-  // device (restored or cloned into a larger volume) is grown first.
+  // mount flags, read-only-ness and volume_mount_group. `superblock_readonly` mounts the
+  // filesystem itself read-only; a `readonly` mount of a writable filesystem is read-only as a
+  // mount point only. An existing filesystem smaller than its device (restored or cloned into a
+  // larger volume) is grown first.
   Status MountDevice(const std::string& device, const std::string& fs_type, bool formatted,
                      const std::string& path, const csi::v1::VolumeCapability& capability,
-                     bool readonly);
+                     bool readonly, bool superblock_readonly);
+  // INVALID_ARGUMENT for a volume_mount_group that is not a gid, or that is set although the
+  // node does not offer VOLUME_MOUNT_GROUP.
+  Status CheckMountGroupOffered(const csi::v1::VolumeCapability& capability) const;
+  // The two ways NodePublish makes a target: a bind of the staging mount (or, for block, of the
+  // device node), or, without a staging mount (--no-stage-unstage, --stage-without-mount), a
+  // mount of the device itself. Both may update `volume`'s device; neither records the target.
+  Status PublishFromStagingPath(const csi::v1::NodePublishVolumeRequest& request, bool readonly,
+                                VolumeRecord* volume);
+  Status PublishFromDevice(const csi::v1::NodePublishVolumeRequest& request, bool readonly,
+                           VolumeRecord* volume);
 
   const DriverOptions& options_;
   VolumeState* state_;

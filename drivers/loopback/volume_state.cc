@@ -35,7 +35,9 @@ json ToJson(const VolumeRecord& v) {
   }
   json node = json::object();
   for (const auto& [target, pub] : v.node_publications) {
-    node[target] = {{"readonly", pub.readonly}, {"capability", pub.capability_key}};
+    node[target] = {{"readonly", pub.readonly},
+                    {"capability", pub.capability_key},
+                    {"mount_group", pub.mount_group}};
   }
   return json{{"id", v.id},
               {"name", v.name},
@@ -72,8 +74,10 @@ VolumeRecord VolumeFromJson(const json& j) {
   v.staged_capability_key = j.at("staged_capability").get<std::string>();
   v.device = j.at("device").get<std::string>();
   for (const auto& [target, pub] : j.at("node_publications").items()) {
+    // mount_group is newer than the format: states written before it have none.
     v.node_publications[target] = {pub.at("readonly").get<bool>(),
-                                   pub.at("capability").get<std::string>()};
+                                   pub.at("capability").get<std::string>(),
+                                   pub.value("mount_group", int64_t{-1})};
   }
   return v;
 }

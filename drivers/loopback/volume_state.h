@@ -28,10 +28,12 @@ struct ControllerPublication {
   std::string capability_key;  // CapabilityKey() of the capability it was published with
 };
 
-// NodePublishVolume at one target path.
+// NodePublishVolume at one target path. Each target keeps its own: kubelet publishes one volume
+// to every pod on the node with that pod's read-only flag and fsGroup.
 struct NodePublication {
   bool readonly = false;
   std::string capability_key;
+  int64_t mount_group = -1;  // volume_mount_group applied at this target; -1 when none
 };
 
 struct VolumeRecord {

@@ -39,6 +39,7 @@ class VolumeStateTest : public ::testing::Test {
     v.staged_capability_key = "key";
     v.device = "/dev/loop7";
     v.node_publications["/target/1"] = {false, "key"};
+    v.node_publications["/target/2"] = {true, "key-2000", 2000};
     return v;
   }
 
@@ -86,6 +87,12 @@ TEST_F(VolumeStateTest, EveryFieldSurvivesReopen) {
   EXPECT_EQ(v->device, "/dev/loop7");
   ASSERT_EQ(v->node_publications.count("/target/1"), 1u);
   EXPECT_FALSE(v->node_publications["/target/1"].readonly);
+  EXPECT_EQ(v->node_publications["/target/1"].mount_group, -1);
+  // Each target keeps its own read-only flag, capability and mount group.
+  ASSERT_EQ(v->node_publications.count("/target/2"), 1u);
+  EXPECT_TRUE(v->node_publications["/target/2"].readonly);
+  EXPECT_EQ(v->node_publications["/target/2"].capability_key, "key-2000");
+  EXPECT_EQ(v->node_publications["/target/2"].mount_group, 2000);
   std::optional<SnapshotRecord> s = state->GetSnapshot("snap-1");
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->name, "snap-name");

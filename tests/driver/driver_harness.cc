@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -154,6 +155,43 @@ std::vector<std::string> LoopDevicesBelow(const std::string& dir) {
   } catch (const nlohmann::json::exception&) {
   }
   return devices;
+}
+
+std::vector<std::string> MountPointsBelow(const std::string& dir) {
+  std::vector<std::string> targets;
+  StatusOr<std::vector<MountEntry>> table = ReadMountTable();
+  if (!table.ok()) return {"<mount table unreadable: " + table.status().ToString() + ">"};
+  for (const MountEntry& e : *table) {
+    if (IsBelow(e.target, dir)) targets.push_back(e.target);
+  }
+  return targets;
+}
+
+int CreateFileErrno(const std::string& dir) {
+  const std::string path = dir + "/.probe-" + std::to_string(::getpid());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  ::close(fd);
+  ::unlink(path.c_str());
+  return 0;
+}
+
+bool GroupCanCreateFile(const std::string& dir, gid_t gid) {
+  const std::string path = dir + "/.group-probe-" + std::to_string(gid);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls here: the test process has gRPC threads.
+    const gid_t groups[] = {gid};
+    if (::setgroups(1, groups) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  if (pid < 0) return false;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::unlink(path.c_str());
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 void CleanUpTestDirectory(const std::string& dir) {

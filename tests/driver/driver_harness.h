@@ -55,6 +55,18 @@ void CleanUpTestDirectory(const std::string& dir);
 // Loop devices whose backing file lies below `dir`.
 std::vector<std::string> LoopDevicesBelow(const std::string& dir);
 
+// Mount points below `dir`.
+std::vector<std::string> MountPointsBelow(const std::string& dir);
+
+// 0 when a new file can be created (and is removed again) in directory `dir` by this process,
+// else the errno of the attempt (EROFS on a read-only mount).
+int CreateFileErrno(const std::string& dir);
+
+// Whether an unprivileged user (uid and gid 65534) whose one supplementary group is `gid` can
+// create a file in `dir`: what a non-root pod with fsGroup `gid` can do there. REQUIRES: the
+// directories above `dir` are searchable by others (the test dir is 0700 until chmod'ed).
+bool GroupCanCreateFile(const std::string& dir, gid_t gid);
+
 class DriverTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -116,6 +128,7 @@ class DriverTest : public ::testing::Test {
   // statvfs total bytes of the filesystem at path.
   static int64_t FilesystemBytes(const std::string& path);
 
+  const std::string& test_dir() const { return dir_; }
   const std::string& node_id() const { return node_id_; }
   const std::string& state_dir() const { return state_dir_; }
 

@@ -228,9 +228,9 @@ TEST_F(ErrorCodesTest, StagedElsewhereOrWithOtherCapability) {
   csi::v1::NodePublishVolumeRequest ro = PublishRequest(id, staging, PathIn("pods/t1"), cap);
   ro.set_readonly(true);
   EXPECT_EQ(Call(ro).error_code(), StatusCode::ALREADY_EXISTS);
-  // Another target with another capability.
-  EXPECT_EQ(Call(PublishRequest(id, staging, PathIn("pods/t2"), other)).error_code(),
-            StatusCode::FAILED_PRECONDITION);
+  // Another target may carry another capability (each pod its own): not a conflict.
+  EXPECT_TRUE(Call(PublishRequest(id, staging, PathIn("pods/t2"), other)).ok());
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/t2")));
   // Not staged at the given staging path.
   EXPECT_EQ(Call(PublishRequest(id, PathIn("staging-b"), PathIn("pods/t3"), cap)).error_code(),
             StatusCode::FAILED_PRECONDITION);
@@ -258,6 +258,9 @@ TEST_F(ErrorCodesTest, SingleNodeSingleWriterPublishesOnce) {
   ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
   ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/t1"), cap));
   EXPECT_EQ(Call(PublishRequest(id, staging, PathIn("pods/t2"), cap)).error_code(),
+            StatusCode::FAILED_PRECONDITION);
+  // Nor beside it under another access mode: the single writer's publication is exclusive.
+  EXPECT_EQ(Call(PublishRequest(id, staging, PathIn("pods/t3"), MountCapability())).error_code(),
             StatusCode::FAILED_PRECONDITION);
   ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/t1")));
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));

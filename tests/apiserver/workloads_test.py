@@ -130,6 +130,15 @@ class WorkloadsTest(ServerTestCase):
         self.assertEqual([x["type"] for x in c["status"]["conditions"]],
                          ["FileSystemResizePending"])
         self.assertEqual(c["status"]["capacity"]["storage"], "1Gi")  # kubelet's job
+        self.assertEqual(
+            v["metadata"]["annotations"]["volume.alpha.kubernetes.io/pre-resize-capacity"], "1Gi")
+        # kubelet's expandfs finishes: status.capacity and conditions; the annotation goes.
+        c["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                       "capacity": {"storage": "3Gi"}}
+        self.api.update(PVC + "/grow/status", c)
+        self.api.settle()
+        self.assertNotIn("volume.alpha.kubernetes.io/pre-resize-capacity",
+                         self.api.get(PV + "/grow-pv")["metadata"].get("annotations") or {})
         c, v = self.api.get(PVC + "/grow-csi"), self.api.get(PV + "/grow-csi-pv")
         self.assertEqual(v["spec"]["capacity"]["storage"], "1Gi")
         self.assertNotIn("volume.kubernetes.io/storage-resizer", c["metadata"]["annotations"])

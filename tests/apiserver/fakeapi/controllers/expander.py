@@ -50,7 +50,20 @@ class ExpandController(Controller):
             request = quantity.parse(((spec.get("resources") or {}).get("requests") or {})
                                      .get("storage"))
             have = quantity.parse((status.get("capacity") or {}).get("storage"))
-            if request is None or have is None or request <= have:
+            if request is None or have is None:
+                continue
+            if request <= have:
+                # Node expansion done (status.capacity caught up): the PV's pre-resize
+                # annotation goes (expand(): isNodeExpandComplete, DeleteAnnPreResizeCapacity).
+                pv_size = quantity.parse(pv["spec"]["capacity"].get("storage"))
+                if PRE_RESIZE_CAPACITY in annotations(pv) and pv_size is not None and \
+                        have >= pv_size and (pv.get("spec") or {}).get("flexVolume") is not None:
+                    new = dict(pv)
+                    new["metadata"] = dict(pv["metadata"])
+                    ann = dict(annotations(pv))
+                    ann.pop(PRE_RESIZE_CAPACITY)
+                    new["metadata"]["annotations"] = ann
+                    self.update(pv_type, new)
                 continue
             if (pv.get("spec") or {}).get("flexVolume") is None:
                 self.event(claim, pvc_type, "Normal", "ExternalExpanding",

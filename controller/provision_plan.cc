@@ -1,0 +1,281 @@
+#include "controller/provision_plan.h"
+
+#include <set>
+
+#include "bridge/csi_requests.h"
+#include "controller/quantity.h"
+
+namespace flexcsi::controller {
+namespace {
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const nlohmann::json& Field(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string Annotation(const nlohmann::json& object, const std::string& key) {
+  const auto& ann = Field(Field(object, "metadata"), "annotations");
+  return ann.is_object() ? Str(ann, key.c_str()) : std::string();
+}
+
+// allowedTopologies -> the list of topology segments it permits (cartesian product of each
+// term's matchLabelExpressions values).
+StatusOr<std::vector<std::map<std::string, std::string>>> AllowedSegments(
+    const nlohmann::json& storage_class) {
+  std::vector<std::map<std::string, std::string>> out;
+  const auto& terms = Field(storage_class, "allowedTopologies");
+  if (!terms.is_array()) return out;
+  for (const auto& term : terms) {
+    std::vector<std::map<std::string, std::string>> combos = {{}};
+    const auto& exprs = Field(term, "matchLabelExpressions");
+    if (!exprs.is_array()) continue;
+    for (const auto& expr : exprs) {
+      const std::string key = Str(expr, "key");
+      const auto& values = Field(expr, "values");
+      if (key.empty() || !values.is_array() || values.empty()) {
+        return InvalidArgument("allowedTopologies: every matchLabelExpressions entry needs a key "
+                               "and values");
+      }
+      std::vector<std::map<std::string, std::string>> next;
+      for (const auto& c : combos) {
+        for (const auto& v : values) {
+          auto copy = c;
+          copy[key] = v.is_string() ? v.get<std::string>() : v.dump();
+          next.push_back(copy);
+        }
+      }
+      combos = std::move(next);
+    }
+    for (auto& c : combos) {
+      if (!c.empty()) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+bool Matches(const std::map<std::string, std::string>& segment,
+             const std::map<std::string, std::string>& allowed) {
+  for (const auto& [k, v] : allowed) {
+    auto it = segment.find(k);
+    if (it != segment.end() && it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string RequestedProvisioner(const nlohmann::json& claim) {
+  std::string p = Annotation(claim, kAnnStorageProvisioner);
+  if (p.empty()) p = Annotation(claim, kAnnBetaStorageProvisioner);
+  return p;
+}
+
+bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
+                            const std::string& provisioner) {
+  if (RequestedProvisioner(claim) != provisioner) return false;
+  const auto& meta = Field(claim, "metadata");
+  if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return false;
+  if (!Str(Field(claim, "spec"), "volumeName").empty()) return false;
+  const std::string phase = Str(Field(claim, "status"), "phase");
+  if (!phase.empty() && phase != "Pending") return false;
+  if (Str(storage_class, "volumeBindingMode") == "WaitForFirstConsumer" &&
+      Annotation(claim, kAnnSelectedNode).empty()) {
+    return false;
+  }
+  return true;
+}
+
+Status CapacityRangeFromClaim(const nlohmann::json& claim, csi::v1::CapacityRange* range) {
+  const auto& resources = Field(Field(claim, "spec"), "resources");
+  const std::string request = Str(Field(resources, "requests"), "storage");
+  if (request.empty()) {
+    return InvalidArgument("the claim has no spec.resources.requests.storage");
+  }
+  auto required = ParseStorageQuantity(request);
+  if (!required.ok()) return required.status().WithContext("requests.storage");
+  range->set_required_bytes(*required);
+  const std::string limit = Str(Field(resources, "limits"), "storage");
+  if (!limit.empty()) {
+    auto limit_bytes = ParseStorageQuantity(limit);
+    if (!limit_bytes.ok()) return limit_bytes.status().WithContext("limits.storage");
+    if (*limit_bytes < *required) {
+      return InvalidArgument("limits.storage " + limit + " is smaller than requests.storage " +
+                             request);
+    }
+    range->set_limit_bytes(*limit_bytes);
+  }
+  return Status::Ok();
+}
+
+Status AddCapabilities(const std::vector<std::string>& access_modes, const std::string& fs_type,
+                       google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>* out) {
+  if (access_modes.empty()) return InvalidArgument("the claim lists no accessModes");
+  for (const auto& mode : access_modes) {
+    csi::v1::VolumeCapability cap =
+        MountCapability({mode, fs_type, {}, std::nullopt}, /*single_node_multi_writer=*/false);
+    if (cap.access_mode().mode() == csi::v1::VolumeCapability::AccessMode::UNKNOWN) {
+      return InvalidArgument("access mode \"" + mode + "\" is not a Kubernetes access mode");
+    }
+    *out->Add() = cap;
+  }
+  return Status::Ok();
+}
+
+StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann::json& claim,
+                                      const nlohmann::json& storage_class,
+                                      const nlohmann::json* node,
+                                      const std::vector<std::string>& topology_keys,
+                                      const ContentSource& source) {
+  ProvisionPlan plan;
+  const auto& meta = Field(claim, "metadata");
+  const std::string uid = Str(meta, "uid");
+  if (uid.empty()) return InvalidArgument("the claim has no metadata.uid");
+  plan.pv_name = "pvc-" + uid;
+  plan.storage_class = Str(Field(storage_class, "metadata"), "name");
+  plan.request.set_name(plan.pv_name);
+  const auto& spec = Field(claim, "spec");
+
+  if (Str(spec, "volumeMode") == "Block") {
+    return InvalidArgument("volumeMode Block is not possible: FlexVolume PVs are filesystem "
+                           "volumes only");
+  }
+  const auto& mount_options = Field(storage_class, "mountOptions");
+  if (mount_options.is_array() && !mount_options.empty()) {
+    return InvalidArgument("StorageClass " + plan.storage_class +
+                           " has mountOptions, which Kubernetes rejects on FlexVolume PVs; put "
+                           "the flags into the driver's mountFlags in the bridge configuration");
+  }
+  const std::string reclaim = Str(storage_class, "reclaimPolicy");
+  if (!reclaim.empty()) plan.reclaim_policy = reclaim;
+  if (plan.reclaim_policy != "Delete" && plan.reclaim_policy != "Retain") {
+    return InvalidArgument("reclaimPolicy " + plan.reclaim_policy +
+                           " is not supported (Delete or Retain)");
+  }
+
+  std::map<std::string, std::string> params;
+  const auto& class_params = Field(storage_class, "parameters");
+  if (class_params.is_object()) {
+    for (auto it = class_params.begin(); it != class_params.end(); ++it) {
+      if (!it.value().is_string()) {
+        return InvalidArgument("StorageClass parameter " + it.key() + " is not a string");
+      }
+      params[it.key()] = it.value().get<std::string>();
+    }
+  }
+  static const std::set<std::string> kKnown = {
+      "csi.storage.k8s.io/fstype",
+      "csi.storage.k8s.io/secret-name",
+      "csi.storage.k8s.io/secret-namespace",
+      "csi.storage.k8s.io/provisioner-secret-name",
+      "csi.storage.k8s.io/provisioner-secret-namespace",
+      "csi.storage.k8s.io/controller-publish-secret-name",
+      "csi.storage.k8s.io/controller-publish-secret-namespace",
+      "csi.storage.k8s.io/node-stage-secret-name",
+      "csi.storage.k8s.io/node-stage-secret-namespace",
+      "csi.storage.k8s.io/node-publish-secret-name",
+      "csi.storage.k8s.io/node-publish-secret-namespace",
+      "csi.storage.k8s.io/controller-expand-secret-name",
+      "csi.storage.k8s.io/controller-expand-secret-namespace",
+      "csi.storage.k8s.io/node-expand-secret-name",
+      "csi.storage.k8s.io/node-expand-secret-namespace"};
+  for (const auto& [key, value] : params) {
+    if (IsProvisionerOnlyParameter(key)) {
+      // external-provisioner fails on unknown csi.storage.k8s.io/ keys too: a typo in a secret
+      // key would otherwise silently provision without the secret.
+      if (!kKnown.count(key)) {
+        return InvalidArgument("StorageClass parameter " + key +
+                               " is not a csi.storage.k8s.io/ key this provisioner knows");
+      }
+      continue;
+    }
+    (*plan.request.mutable_parameters())[key] = value;
+  }
+  plan.fs_type = params.count("csi.storage.k8s.io/fstype") ? params["csi.storage.k8s.io/fstype"]
+                 : params.count("fstype")                  ? params["fstype"]
+                                                           : driver.mapping.rules().front().default_fs_type;
+
+  auto secret = ResolveSecretRef(SecretKind::kProvisioner, params, plan.pv_name, &claim);
+  if (!secret.ok()) return secret.status();
+  plan.provisioner_secret = *secret;
+  auto stage = ResolveSecretRef(SecretKind::kNodeStage, params, plan.pv_name, &claim);
+  if (!stage.ok()) return stage.status();
+  auto publish = ResolveSecretRef(SecretKind::kNodePublish, params, plan.pv_name, &claim);
+  if (!publish.ok()) return publish.status();
+  auto controller_publish =
+      ResolveSecretRef(SecretKind::kControllerPublish, params, plan.pv_name, &claim);
+  if (!controller_publish.ok()) return controller_publish.status();
+  // A FlexVolume PV has one secretRef; kubelet hands its keys to every call and the bridge's
+  // rule passes them on as the node secrets. Different node secrets cannot be expressed.
+  for (const auto* other : {&*publish, &*controller_publish}) {
+    if (other->has_value() && stage->has_value() && !(**other == **stage)) {
+      return InvalidArgument("a FlexVolume PV carries one secretRef, but the class names "
+                             "different node-stage, node-publish or controller-publish secrets");
+    }
+  }
+  plan.node_secret = stage->has_value() ? *stage : publish->has_value() ? *publish
+                                                                        : *controller_publish;
+  auto expand = ResolveSecretRef(SecretKind::kControllerExpand, params, plan.pv_name, &claim);
+  if (!expand.ok()) return expand.status();
+  plan.controller_expand_secret = *expand;
+
+  FLEXCSI_RETURN_IF_ERROR(CapacityRangeFromClaim(claim, plan.request.mutable_capacity_range()));
+  plan.requested_bytes = plan.request.capacity_range().required_bytes();
+  const auto& modes = Field(spec, "accessModes");
+  if (modes.is_array()) {
+    for (const auto& m : modes) {
+      if (m.is_string()) plan.access_modes.push_back(m.get<std::string>());
+    }
+  }
+  FLEXCSI_RETURN_IF_ERROR(
+      AddCapabilities(plan.access_modes, plan.fs_type, plan.request.mutable_volume_capabilities()));
+
+  auto allowed = AllowedSegments(storage_class);
+  if (!allowed.ok()) return allowed.status();
+  std::vector<std::map<std::string, std::string>> requisite;
+  if (node != nullptr && !topology_keys.empty()) {
+    const std::string node_name = Str(Field(*node, "metadata"), "name");
+    const auto& labels = Field(Field(*node, "metadata"), "labels");
+    std::map<std::string, std::string> segment;
+    for (const auto& key : topology_keys) {
+      if (!labels.is_object() || !labels.contains(key) || !labels[key].is_string()) {
+        return InvalidArgument("selected node " + node_name + " has no topology label " + key +
+                               " (is the driver's node plugin registered there?)");
+      }
+      segment[key] = labels[key].get<std::string>();
+    }
+    if (!allowed->empty()) {
+      bool ok = false;
+      for (const auto& a : *allowed) ok |= Matches(segment, a);
+      if (!ok) {
+        return InvalidArgument("selected node " + node_name +
+                               " is outside the StorageClass's allowedTopologies");
+      }
+    }
+    requisite.push_back(segment);
+  } else {
+    requisite = *allowed;
+  }
+  if (!requisite.empty()) {
+    auto* req = plan.request.mutable_accessibility_requirements();
+    for (const auto& seg : requisite) {
+      auto* t = req->add_requisite();
+      for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
+      *req->add_preferred() = *t;
+    }
+  }
+
+  if (source.kind == ContentSource::kVolume) {
+    plan.request.mutable_volume_content_source()->mutable_volume()->set_volume_id(source.id);
+  } else if (source.kind == ContentSource::kSnapshot) {
+    plan.request.mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(source.id);
+  }
+  return plan;
+}
+
+}  // namespace flexcsi::controller

@@ -1,0 +1,79 @@
+// ProvisionPlan: everything one claim's provisioning decides before any side effect, computed
+// from the claim, its StorageClass and (WaitForFirstConsumer) the selected node, the way
+// external-provisioner computes its CreateVolumeRequest. Pure: no API or CSI calls, so every
+// rule (capacity, capabilities, parameters, secrets, topology, refusals) is unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/bridge_config.h"
+#include "common/status.h"
+#include "controller/secret_params.h"
+#include "csi.pb.h"
+
+namespace flexcsi::controller {
+
+inline constexpr const char* kAnnStorageProvisioner = "volume.kubernetes.io/storage-provisioner";
+inline constexpr const char* kAnnBetaStorageProvisioner =
+    "volume.beta.kubernetes.io/storage-provisioner";
+inline constexpr const char* kAnnSelectedNode = "volume.kubernetes.io/selected-node";
+inline constexpr const char* kAnnProvisionedBy = "pv.kubernetes.io/provisioned-by";
+inline constexpr const char* kAnnDeletionSecretName =
+    "volume.kubernetes.io/provisioner-deletion-secret-name";
+inline constexpr const char* kAnnDeletionSecretNamespace =
+    "volume.kubernetes.io/provisioner-deletion-secret-namespace";
+inline constexpr const char* kProvisionerFinalizer =
+    "external-provisioner.volume.kubernetes.io/finalizer";
+
+// Where the new volume's content comes from.
+struct ContentSource {
+  enum Kind { kNone, kVolume, kSnapshot } kind = kNone;
+  std::string id;  // CSI volume id or snapshot id
+};
+
+struct ProvisionPlan {
+  std::string pv_name;  // "pvc-<claim uid>", also the CreateVolume name
+  // Secrets are not filled in: they are read from the API just before the call and never kept.
+  csi::v1::CreateVolumeRequest request;
+  std::optional<SecretRef> provisioner_secret;
+  std::optional<SecretRef> node_secret;  // node-stage/node-publish: the FlexVolume secretRef
+  std::optional<SecretRef> controller_expand_secret;
+  std::string fs_type;
+  int64_t requested_bytes = 0;
+  std::vector<std::string> access_modes;
+  std::string reclaim_policy = "Delete";
+  std::string storage_class;
+};
+
+// The provisioner a claim asks for: the GA annotation, else the beta one, else "".
+std::string RequestedProvisioner(const nlohmann::json& claim);
+
+// True when `claim` is this provisioner's to provision now: Pending, no volumeName, annotated
+// with `provisioner`, not being deleted, and for WaitForFirstConsumer classes a selected node.
+bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
+                            const std::string& provisioner);
+
+// `node` is the selected node (null for Immediate binding); `topology_keys` the driver's topology
+// keys (CSINode topologyKeys, else NodeGetInfo's accessible topology); `default_fs_type` the
+// driver rule's. INVALID_ARGUMENT (shown on the claim as ProvisioningFailed) for anything the
+// class or claim asks that a FlexVolume PV of this driver cannot be.
+StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann::json& claim,
+                                      const nlohmann::json& storage_class,
+                                      const nlohmann::json* node,
+                                      const std::vector<std::string>& topology_keys,
+                                      const ContentSource& source);
+
+// The capacity range of a claim: requests.storage as required, limits.storage as limit.
+Status CapacityRangeFromClaim(const nlohmann::json& claim, csi::v1::CapacityRange* range);
+
+// Kubernetes access modes -> CSI volume capabilities (mount access type with fsType).
+Status AddCapabilities(const std::vector<std::string>& access_modes, const std::string& fs_type,
+                       google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>* out);
+
+}  // namespace flexcsi::controller

@@ -1,0 +1,88 @@
+#include "controller/secret_params.h"
+
+#include <gtest/gtest.h>
+
+namespace flexcsi::controller {
+namespace {
+
+nlohmann::json Claim() {
+  return {{"metadata",
+           {{"name", "data"},
+            {"namespace", "team-a"},
+            {"uid", "u1"},
+            {"annotations", {{"example.com/secret", "per-claim"}}}}}};
+}
+
+TEST(SecretParams, ResolvesTemplatesLikeExternalProvisioner) {
+  const nlohmann::json claim = Claim();
+  std::map<std::string, std::string> params = {
+      {"csi.storage.k8s.io/node-stage-secret-name", "${pvc.name}-${pv.name}"},
+      {"csi.storage.k8s.io/node-stage-secret-namespace", "${pvc.namespace}"}};
+  auto ref = ResolveSecretRef(SecretKind::kNodeStage, params, "pvc-u1", &claim);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  ASSERT_TRUE(ref->has_value());
+  EXPECT_EQ((*ref)->name, "data-pvc-u1");
+  EXPECT_EQ((*ref)->namespace_, "team-a");
+}
+
+TEST(SecretParams, AnnotationsOnlyForNodeAndPublishSecrets) {
+  const nlohmann::json claim = Claim();
+  std::map<std::string, std::string> node = {
+      {"csi.storage.k8s.io/node-publish-secret-name", "${pvc.annotations['example.com/secret']}"},
+      {"csi.storage.k8s.io/node-publish-secret-namespace", "kube-system"}};
+  auto ref = ResolveSecretRef(SecretKind::kNodePublish, node, "pvc-u1", &claim);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  EXPECT_EQ((*ref)->name, "per-claim");
+
+  std::map<std::string, std::string> prov = {
+      {"csi.storage.k8s.io/provisioner-secret-name", "${pvc.annotations['example.com/secret']}"},
+      {"csi.storage.k8s.io/provisioner-secret-namespace", "kube-system"}};
+  auto refused = ResolveSecretRef(SecretKind::kProvisioner, prov, "pvc-u1", &claim);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("not available"), std::string::npos);
+}
+
+TEST(SecretParams, NamespaceMayNotUseClaimName) {
+  const nlohmann::json claim = Claim();
+  std::map<std::string, std::string> params = {
+      {"csi.storage.k8s.io/provisioner-secret-name", "x"},
+      {"csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.name}"}};
+  EXPECT_FALSE(ResolveSecretRef(SecretKind::kProvisioner, params, "pv", &claim).ok());
+}
+
+TEST(SecretParams, HalfAPairOrBothSpellingsFail) {
+  std::map<std::string, std::string> half = {{"csi.storage.k8s.io/provisioner-secret-name", "x"}};
+  auto r = ResolveSecretRef(SecretKind::kProvisioner, half, "pv", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("together"), std::string::npos);
+  std::map<std::string, std::string> both = {
+      {"csi.storage.k8s.io/provisioner-secret-name", "x"},
+      {"csi.storage.k8s.io/provisioner-secret-namespace", "y"},
+      {"csiProvisionerSecretName", "x"},
+      {"csiProvisionerSecretNamespace", "y"}};
+  EXPECT_FALSE(ResolveSecretRef(SecretKind::kProvisioner, both, "pv", nullptr).ok());
+}
+
+TEST(SecretParams, DefaultPairAppliesToEveryKind) {
+  std::map<std::string, std::string> params = {{"csi.storage.k8s.io/secret-name", "creds"},
+                                               {"csi.storage.k8s.io/secret-namespace", "ops"}};
+  auto r = ResolveSecretRef(SecretKind::kControllerExpand, params, "pv", nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->name, "creds");
+  auto none = ResolveSecretRef(SecretKind::kNodeStage, {}, "pv", nullptr);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(SecretParams, InvalidResolvedNameIsRefused) {
+  const nlohmann::json claim = Claim();
+  std::map<std::string, std::string> params = {
+      {"csi.storage.k8s.io/node-stage-secret-name", "Bad_${pvc.name}"},
+      {"csi.storage.k8s.io/node-stage-secret-namespace", "ops"}};
+  auto r = ResolveSecretRef(SecretKind::kNodeStage, params, "pv", &claim);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a valid secret name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flexcsi::controller

@@ -86,6 +86,20 @@ class CreateAndUpdateTest(ServerTestCase):
         self.assertEqual(self.api.update(leases + "/leader", body)["spec"]["holderIdentity"], "b")
         self.assertApiError(409, self.api.update, leases + "/leader", body)
 
+    def test_update_carrying_another_uid_is_a_failed_precondition(self):
+        old = self.api.create(PV, flex_pv("crud-uidpre"))
+        body = dict(old, metadata=dict(old["metadata"], uid="someone-else"))
+        e = self.assertApiError(409, self.api.update, PV + "/crud-uidpre", body)
+        self.assertIn("Precondition failed: UID in precondition: someone-else", e["message"])
+
+    def test_recreating_a_terminating_object_says_it_is_being_deleted(self):
+        self.api.create(PV, flex_pv("crud-term"))
+        self.api.delete(PV + "/crud-term")
+        e = self.assertApiError(409, self.api.create, PV, flex_pv("crud-term"))
+        self.assertEqual(e["reason"], "AlreadyExists")
+        self.assertEqual(e["message"],
+                         'object is being deleted: persistentvolumes "crud-term" already exists')
+
     def test_update_of_missing_object_is_404(self):
         e = self.assertApiError(404, self.api.update, PV + "/crud-none", flex_pv("crud-none"))
         self.assertEqual(e["message"], 'persistentvolumes "crud-none" not found')

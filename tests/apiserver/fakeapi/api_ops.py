@@ -161,8 +161,12 @@ class Api(object):
         causes = validation.validate_create(rtype, obj)
         if causes:
             raise errors.invalid(rtype, meta.get("name") or "", causes)
-        if self.store.get(rtype.key, namespace if rtype.namespaced else "", meta["name"]):
-            raise errors.already_exists(rtype, meta["name"])
+        existing = self.store.get(rtype.key, namespace if rtype.namespaced else "", meta["name"])
+        if existing is not None:
+            err = errors.already_exists(rtype, meta["name"])
+            if existing["metadata"].get("deletionTimestamp"):
+                err.message = "object is being deleted: " + err.message
+            raise err
         if dry_run:
             return obj
         self.store.put(rtype.key, obj, "ADDED")
@@ -244,6 +248,11 @@ class Api(object):
                 meta.pop("resourceVersion", None)
                 return self._create_locked(rtype, namespace, new, meta, dry_run, "")
             raise errors.not_found(rtype, name)
+        # The body's uid is a precondition (rest.defaultUpdatedObjectInfo.Preconditions), checked
+        # by storage before anything else: an old copy never overwrites a recreated namesake.
+        if meta.get("uid") and meta["uid"] != old["metadata"]["uid"]:
+            raise errors.conflict(rtype, name, "Precondition failed: UID in precondition: %s, "
+                                  "UID in object meta: %s" % (meta["uid"], old["metadata"]["uid"]))
         rv = meta.get("resourceVersion") or ""
         if not rv and not rtype.unconditional_update:
             raise errors.invalid(rtype, name, [("metadata.resourceVersion", "Invalid value",

@@ -343,6 +343,9 @@ class Api(object):
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request("the name of the object (%s) does not match the name on "
                                      "the URL (%s)" % (meta["name"], name))
+        if meta.get("uid") and meta["uid"] != old["metadata"]["uid"]:
+            raise errors.conflict(rtype, name, "Precondition failed: UID in precondition: %s, "
+                                  "UID in object meta: %s" % (meta["uid"], old["metadata"]["uid"]))
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rtype, name, errors.STALE_OBJECT)

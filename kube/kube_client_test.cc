@@ -5,6 +5,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +39,86 @@ Json ConfigMap(const std::string& name, const std::string& value) {
           {"metadata", {{"name", name}, {"labels", {{"suite", "kube"}}}}},
           {"data", {{"key", value}}}};
 }
+
+// A minimal HTTP CONNECT proxy on 127.0.0.1 that records the tunnels asked of it, so a test can
+// see that proxy-url is really used.
+class ConnectProxy {
+ public:
+  ConnectProxy() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(listen_fd_, 8);
+    socklen_t len = sizeof(addr);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~ConnectProxy() {
+    stop_ = true;
+    acceptor_.join();
+    for (std::thread& t : tunnels_) t.join();
+    close(listen_fd_);
+  }
+  int port() const { return port_; }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      int client = accept(listen_fd_, nullptr, nullptr);
+      if (client >= 0) tunnels_.emplace_back([this, client] { Tunnel(client); });
+    }
+  }
+  void Tunnel(int client) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos && read(client, &c, 1) == 1) head += c;
+    std::string line = head.substr(0, head.find("\r\n"));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      requests_.push_back(line);
+    }
+    // "CONNECT host:port HTTP/1.1"
+    std::string target = line.substr(8, line.find(' ', 8) - 8);
+    int port = std::stoi(target.substr(target.rfind(':') + 1));
+    int upstream = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+      if (write(client, ok, sizeof(ok) - 1) > 0) {
+        pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+        char buf[16384];
+        while (!stop_) {
+          if (poll(fds, 2, 100) <= 0) continue;
+          int from = (fds[0].revents & (POLLIN | POLLHUP)) ? 0 : 1;
+          ssize_t n = read(fds[from].fd, buf, sizeof(buf));
+          if (n <= 0 || write(fds[1 - from].fd, buf, n) != n) break;
+        }
+      }
+    }
+    close(upstream);
+    close(client);
+  }
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  std::vector<std::thread> tunnels_;  // only the acceptor adds; joined after it
+  std::mutex mutex_;
+  std::vector<std::string> requests_;
+};
 
 // One fake API server for the whole suite; every test works in a namespace of its own.
 class KubeClientTest : public ::testing::Test {
@@ -132,6 +218,27 @@ TEST_F(KubeClientTest, TlsServerNameIsWhatTheCertificateMustName) {
   EXPECT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("kubernetes.example"), std::string::npos)
       << got.status().ToString();
+}
+
+TEST_F(KubeClientTest, ProxyUrlTunnelsAndLoopbackSkipsEnvironmentProxy) {
+  ConnectProxy proxy;
+  ClientConfig config = client_->config();
+  config.proxy_url = "http://127.0.0.1:" + std::to_string(proxy.port());
+  StatusOr<Json> created = Connect(config)->Create(ConfigMaps(), ConfigMap("proxied", "v"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::vector<std::string> requests = proxy.requests();
+  ASSERT_FALSE(requests.empty());
+  EXPECT_EQ(requests[0].rfind("CONNECT 127.0.0.1:" + std::to_string(server_->process().port()), 0),
+            0u)
+      << requests[0];
+
+  // An environment proxy that does not exist: Go never proxies loopback, neither do we.
+  setenv("https_proxy", "http://127.0.0.1:1", 1);
+  setenv("HTTPS_PROXY", "http://127.0.0.1:1", 1);
+  StatusOr<Json> got = Connect(client_->config())->Get(ConfigMaps().Named("proxied"));
+  unsetenv("https_proxy");
+  unsetenv("HTTPS_PROXY");
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
 }
 
 TEST_F(KubeClientTest, CreateConflictsAndAlreadyExists) {

@@ -166,6 +166,14 @@ class CreateAndUpdateTest(ServerTestCase):
         self.assertNotIn("deletionTimestamp", now["metadata"])
         self.assertApiError(400, self.api.create, PV, flex_pv("crud-dry3"), dryRun="Some")
 
+    def test_bodies_of_the_wrong_shape_are_400_not_500(self):
+        for body in ({"metadata": {"name": "crud-shape", "labels": ["a"]}},
+                     {"metadata": {"name": 7}},
+                     dict(flex_pv("crud-shape"), spec=["not", "an", "object"]),
+                     dict(flex_pv("crud-shape"), spec={"capacity": "1Gi"})):
+            e = self.assertApiError(400, self.api.create, PV, body)
+            self.assertIn("cannot be handled as a PersistentVolume", e["message"])
+
     def test_namespaced_create_needs_an_existing_namespace(self):
         e = self.assertApiError(404, self.api.create,
                                 ns_path("nowhere", "persistentvolumeclaims"), claim("c"))

@@ -68,6 +68,14 @@ class PatchTest(ServerTestCase):
         self.assertApiError(409, self.api.patch, PV + "/patch-rv", {"metadata": {
             "resourceVersion": pv["metadata"]["resourceVersion"], "labels": {"a": "2"}}})
 
+    def test_patches_that_do_not_fit_the_object_are_refused_cleanly(self):
+        self.api.create(PV, flex_pv("patch-odd"))
+        self.assertApiError(422, self.api.patch, PV + "/patch-odd",
+                            [{"op": "add", "path": "/spec/accessModes/x", "value": "a"}], "json")
+        self.assertApiError(400, self.api.patch, PV + "/patch-odd", {"spec": {"capacity": 5}},
+                            "strategic")
+        self.assertApiError(400, self.api.patch, PV + "/patch-odd", ["not", "a", "map"])
+
     def test_patch_of_missing_object_is_404(self):
         self.assertApiError(404, self.api.patch, PV + "/patch-none", {"metadata": {}})
 

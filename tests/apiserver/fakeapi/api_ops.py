@@ -7,6 +7,7 @@ Both the HTTP handler and the fake controllers go through this class, so control
 validated, versioned, watched and audited exactly like client writes.
 """
 import base64
+import contextlib
 import copy
 import datetime
 import json
@@ -115,8 +116,28 @@ class Api(object):
                                      "in the data does not match" % (body.get("kind"),
                                                                       rtype.version, kind))
         meta = body.get("metadata")
-        if meta is not None and not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
+        if meta is None:
+            return
+        problem = None
+        if not isinstance(meta, dict):
+            problem = "metadata must be an object"
+        else:
+            for field in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+                if meta.get(field) is not None and not isinstance(meta[field], str):
+                    problem = "metadata.%s must be a string" % field
+            for field in ("labels", "annotations"):
+                value = meta.get(field)
+                if value is not None and not (isinstance(value, dict) and all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+                    problem = "metadata.%s must map strings to strings" % field
+            for field in ("finalizers", "ownerReferences"):
+                value = meta.get(field)
+                if value is not None and not isinstance(value, list):
+                    problem = "metadata.%s must be a list" % field
+        if problem:
+            # What the real decoder says for a body that does not fit the Go type.
+            raise errors.bad_request("%s in version \"%s\" cannot be handled as a %s: %s"
+                                     % (kind, rtype.version, kind, problem))
 
     def create(self, rtype, namespace, body, dry_run=False, user="", subresource=None):
         if subresource:
@@ -156,9 +177,10 @@ class Api(object):
         meta.pop("deletionGracePeriodSeconds", None)
         meta.pop("managedFields", None)
         meta.pop("selfLink", None)
-        strategies.prepare_for_create(rtype, obj)
-        self.admission.mutate_create(rtype, obj)
-        causes = validation.validate_create(rtype, obj)
+        with _shape_errors_are_bad_requests(rtype):
+            strategies.prepare_for_create(rtype, obj)
+            self.admission.mutate_create(rtype, obj)
+            causes = validation.validate_create(rtype, obj)
         if causes:
             raise errors.invalid(rtype, meta.get("name") or "", causes)
         existing = self.store.get(rtype.key, namespace if rtype.namespaced else "", meta["name"])
@@ -214,6 +236,12 @@ class Api(object):
                 if not patched["metadata"].get("resourceVersion"):
                     patched["metadata"]["resourceVersion"] = current["metadata"].get(
                         "resourceVersion")
+            except (TypeError, ValueError, AttributeError, KeyError) as e:
+                err = errors.ApiError(422, "Invalid", "the patch could not be applied: %s: %s"
+                                      % (type(e).__name__, e))
+                self.audit.record("patch", rtype, namespace, name, subresource, dry_run, user,
+                                  err.code, err.reason, patch=patch_body)
+                raise err
             except errors.ApiError as e:
                 self.audit.record("patch", rtype, namespace, name, subresource, dry_run, user,
                                   e.code, e.reason, patch=patch_body)
@@ -272,8 +300,9 @@ class Api(object):
         meta.pop("selfLink", None)
         if "generation" in om:
             meta["generation"] = om["generation"]
-        new = strategies.prepare_for_update(rtype, new, old, subresource)
-        causes = validation.validate_update(rtype, new, old, subresource)
+        with _shape_errors_are_bad_requests(rtype):
+            new = strategies.prepare_for_update(rtype, new, old, subresource)
+            causes = validation.validate_update(rtype, new, old, subresource)
         if causes:
             raise errors.invalid(rtype, name, causes)
         self.admission.validate_update(rtype, new, old, subresource)
@@ -480,6 +509,17 @@ class Api(object):
                     raise
         listed["items"] = []
         return listed
+
+
+@contextlib.contextmanager
+def _shape_errors_are_bad_requests(rtype):
+    """A field of the wrong JSON type (a list where an object belongs...) trips the Python
+    rules; the real server rejects such a body while decoding it: 400, never a 500."""
+    try:
+        yield
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise errors.bad_request("%s in version \"%s\" cannot be handled as a %s: %s: %s"
+                                 % (rtype.kind, rtype.version, rtype.kind, type(e).__name__, e))
 
 
 def _with_type(api_version, kind, body):

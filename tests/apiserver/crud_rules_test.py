@@ -174,6 +174,22 @@ class CreateAndUpdateTest(ServerTestCase):
             e = self.assertApiError(400, self.api.create, PV, body)
             self.assertIn("cannot be handled as a PersistentVolume", e["message"])
 
+    def test_unknown_fields_are_dropped_with_a_warning_or_refused_when_strict(self):
+        body = flex_pv("crud-unknown")
+        body["spec"]["claimref"] = {"name": "typo"}
+        body["metadata"]["labelz"] = {"a": "b"}
+        body["extra"] = 1
+        code, got = self.api.request("POST", PV, body)
+        self.assertEqual(code, 201)
+        self.assertNotIn("claimref", got["spec"])
+        self.assertNotIn("labelz", got["metadata"])
+        self.assertNotIn("extra", got)
+        warnings = self.api.last_headers.get_all("Warning")
+        self.assertIn('299 - "unknown field \\"spec.claimref\\""', warnings)
+        body["metadata"]["name"] = "crud-unknown2"
+        e = self.assertApiError(400, self.api.create, PV, body, fieldValidation="Strict")
+        self.assertIn('strict decoding error: unknown field "extra"', e["message"])
+
     def test_namespaced_create_needs_an_existing_namespace(self):
         e = self.assertApiError(404, self.api.create,
                                 ns_path("nowhere", "persistentvolumeclaims"), claim("c"))

@@ -73,6 +73,7 @@ class Client(object):
             except Exception:
                 self.close()
                 raise
+        self.last_headers = resp.headers
         if resp.getheader("Connection", "").lower() == "close":
             self.close()
         try:

@@ -12,12 +12,41 @@ import copy
 import datetime
 import json
 import random
+import threading
 import uuid
 
-from . import errors, patches, selection, strategies, validation
+from . import errors, patches, pruning, selection, strategies, validation
 from .admission import Admission
 
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apiserver/pkg/storage/names
+
+
+# Per request thread: how unknown fields are treated ("Strict", "Warn", "Ignore") and the
+# warnings to send back as `Warning` headers.
+request_context = threading.local()
+
+
+def begin_request(field_validation):
+    request_context.field_validation = field_validation or "Warn"
+    request_context.warnings = []
+
+
+def request_warnings():
+    return list(getattr(request_context, "warnings", []))
+
+
+def _prune_unknown_fields(rtype, obj):
+    dropped = pruning.prune(rtype, obj)
+    if not dropped:
+        return
+    mode = getattr(request_context, "field_validation", "Ignore")
+    if mode == "Strict":
+        raise errors.bad_request("%s in version \"%s\" cannot be handled as a %s: strict "
+                                 "decoding error: %s" % (rtype.kind, rtype.version, rtype.kind,
+                                                         ", ".join('unknown field "%s"' % d
+                                                                   for d in dropped)))
+    if mode == "Warn":
+        request_context.warnings.extend('unknown field "%s"' % d for d in dropped)
 
 
 def now_rfc3339():
@@ -178,6 +207,7 @@ class Api(object):
         meta.pop("managedFields", None)
         meta.pop("selfLink", None)
         with _shape_errors_are_bad_requests(rtype):
+            _prune_unknown_fields(rtype, obj)
             strategies.prepare_for_create(rtype, obj)
             self.admission.mutate_create(rtype, obj)
             causes = validation.validate_create(rtype, obj)
@@ -301,6 +331,7 @@ class Api(object):
         if "generation" in om:
             meta["generation"] = om["generation"]
         with _shape_errors_are_bad_requests(rtype):
+            _prune_unknown_fields(rtype, new)
             new = strategies.prepare_for_update(rtype, new, old, subresource)
             causes = validation.validate_update(rtype, new, old, subresource)
         if causes:

@@ -7,6 +7,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
 from . import errors, selection
+from .api_ops import begin_request, request_warnings
 
 _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
@@ -39,6 +40,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        for warning in request_warnings():
+            self.send_header("Warning", '299 - "%s"' % warning.replace('"', '\\"'))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -128,6 +131,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
                                                               keep_blank_values=True).items()}
+        field_validation = params.get("fieldValidation") or "Warn"
+        begin_request(field_validation)
         try:
             user = self._user()
             if user is None:
@@ -136,6 +141,9 @@ class ApiHandler(BaseHTTPRequestHandler):
                 code, body = self.fake.control.handle(method, url.path, params, raw)
                 self._send_json(code, body)
                 return
+            if field_validation not in ("Strict", "Warn", "Ignore"):
+                raise errors.bad_request('fieldValidation must be one of "Ignore", "Warn" or '
+                                         '"Strict", got "%s"' % field_validation)
             self.fake.before_request(method, url.path)
             self._api(method, url.path, params, raw, user)
         except errors.ApiError as e:

@@ -90,6 +90,14 @@ class WatchTest(ServerTestCase):
         self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in events],
                          [("ADDED", "w-initial")])
 
+    def test_watch_on_a_named_path_follows_that_object_only(self):
+        rv = self.api.get(PV)["metadata"]["resourceVersion"]
+        self.api.create(PV, flex_pv("w-other"))
+        self.api.create(PV, flex_pv("w-named"))
+        events = self.api.watch(PV + "/w-named", max_events=1, resourceVersion=rv)
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in events],
+                         [("ADDED", "w-named")])
+
     def test_compacted_version_gets_410_error_event(self):
         rv = self.api.get(PV)["metadata"]["resourceVersion"]
         self.api.create(PV, flex_pv("w-compact"))

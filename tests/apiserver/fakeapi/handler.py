@@ -229,9 +229,17 @@ class ApiHandler(BaseHTTPRequestHandler):
         api = self.fake.api
         rtype = r.rtype
         if method in ("GET", "HEAD"):
+            watching = params.get("watch") in ("1", "true", "True")
+            if r.name and watching and not r.subresource:
+                # Watching a named path watches the collection narrowed to that name.
+                selector = "metadata.name=" + r.name
+                if params.get("fieldSelector"):
+                    selector += "," + params["fieldSelector"]
+                params["fieldSelector"] = selector
+                return self._watch(r, params)
             if r.name:
                 return self._send_json(200, api.get(rtype, r.namespace, r.name, r.subresource))
-            if params.get("watch") in ("1", "true", "True"):
+            if watching:
                 return self._watch(r, params)
             limit = params.get("limit") or "0"
             try:

@@ -157,6 +157,14 @@ class WorkloadsTest(ServerTestCase):
         self.wait_for(lambda: not self.pods("app=gc") and
                       not self.api.get(RS, labelSelector="app=gc")["items"], what="gc")
 
+    def test_pods_owned_by_unserved_kinds_are_not_collected(self):
+        body = {"metadata": {"name": "job-pod", "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "0000-job",
+             "controller": True}]}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        self.api.create(PODS, body)
+        self.api.settle()
+        self.assertEqual(self.api.get(PODS + "/job-pod")["status"]["phase"], "Running")
+
     def test_namespace_deletion_empties_it_first(self):
         self.api.create("/api/v1/namespaces", {"metadata": {"name": "doomed"}})
         self.api.create(ns_path("doomed", "configmaps"), {"metadata": {"name": "cm"},

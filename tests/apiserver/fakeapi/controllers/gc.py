@@ -2,7 +2,9 @@
 pkg/controller/garbagecollector), reduced to what tests observe:
 - a namespace being deleted has all its content deleted; once empty, its spec.finalizers are
   cleared and it disappears;
-- an object whose every owner (ownerReferences by uid) is gone is deleted in the background;
+- an object whose every owner (ownerReferences by uid) is gone is deleted in the background,
+  unless an owner is of a kind this server does not serve (a Job, a custom resource): those
+  dependents are left alone;
 - an owner deleted with propagationPolicy Orphan loses the "orphan" finalizer after its
   dependents' ownerReferences to it are removed; with Foreground, its dependents are deleted
   first and then the "foregroundDeletion" finalizer is removed.
@@ -37,6 +39,11 @@ class NamespaceController(Controller):
 class GarbageCollector(Controller):
     name = "garbage-collector-controller"
 
+    def served(self, ref):
+        api_version = ref.get("apiVersion") or ""
+        group = api_version.split("/", 1)[0] if "/" in api_version else ""
+        return self.registry.by_kind(group, ref.get("kind")) is not None
+
     def sync(self):
         alive = {}
         for rtype in self.registry.types:
@@ -47,7 +54,11 @@ class GarbageCollector(Controller):
             if not refs:
                 continue
             owners = [alive.get(r.get("uid")) for r in refs]
-            if all(o is None for o in owners) and not obj["metadata"].get("deletionTimestamp"):
+            # An owner of a kind this server does not serve cannot be looked up (the real GC
+            # finds no REST mapping and leaves the dependent alone): never collect those.
+            resolvable = all(self.served(r) for r in refs)
+            if resolvable and all(o is None for o in owners) and \
+                    not obj["metadata"].get("deletionTimestamp"):
                 self.delete(rtype, obj)
                 continue
             for ref, owner in zip(refs, owners):

@@ -58,6 +58,18 @@ class PersistentVolumeValidationTest(ServerTestCase):
                                              ("spec.capacity", "FieldValueRequired"),
                                              ("spec.flexVolume.driver", "FieldValueRequired")])
 
+    def test_in_tree_and_csi_sources_need_their_identifying_fields(self):
+        cases = {"awsElasticBlockStore": ({}, "spec.awsElasticBlockStore.volumeID"),
+                 "gcePersistentDisk": ({}, "spec.persistentDisk.pdName"),
+                 "rbd": ({"image": "i"}, "spec.rbd.monitors"),
+                 "csi": ({"driver": "Bad Name!", "volumeHandle": "h"}, "spec.csi.driver")}
+        for source, (fields, field) in cases.items():
+            body = flex_pv("val-req-" + source.lower())
+            del body["spec"]["flexVolume"]
+            body["spec"][source] = fields
+            e = self.assertApiError(422, self.api.create, PV, body)
+            self.assertEqual([c[0] for c in causes(e)], [field])
+
     def test_mount_options_annotation_refused_for_flexvolume_spec_field_accepted(self):
         body = flex_pv("val-mo-ann")
         body["metadata"]["annotations"] = {"volume.beta.kubernetes.io/mount-options": "ro"}

@@ -167,20 +167,11 @@ def validate_pv(obj):
         causes.append(("spec", "Required value", "must specify a volume type"))
     for extra in sources[1:]:
         causes.append(("spec." + extra, "Forbidden", "may not specify more than 1 volume type"))
-    if "flexVolume" in sources and not (spec["flexVolume"] or {}).get("driver"):
-        causes.append(("spec.flexVolume.driver", "Required value", ""))
-    if "csi" in sources:
-        csi = spec["csi"] or {}
-        if not csi.get("driver"):
-            causes.append(("spec.csi.driver", "Required value", ""))
-        if not csi.get("volumeHandle"):
-            causes.append(("spec.csi.volumeHandle", "Required value", ""))
-    if "nfs" in sources:
-        nfs = spec["nfs"] or {}
-        if not nfs.get("server"):
-            causes.append(("spec.nfs.server", "Required value", ""))
-        if not nfs.get("path"):
-            causes.append(("spec.nfs.path", "Required value", ""))
+    if sources:
+        causes += _source_required_fields(sources[0], spec[sources[0]] or {})
+        if sources[0] == "local" and not spec.get("nodeAffinity"):
+            causes.append(("spec.nodeAffinity", "Required value",
+                           "Local volume requires node affinity"))
     annotations = obj["metadata"].get("annotations") or {}
     if MOUNT_OPTION_ANNOTATION in annotations and not (set(sources) & MOUNT_OPTION_SOURCES):
         causes.append(("metadata.annotations." + MOUNT_OPTION_ANNOTATION, "Forbidden",
@@ -192,6 +183,54 @@ def validate_pv(obj):
     if affinity is not None and not ((affinity.get("required") or {}).get("nodeSelectorTerms")):
         causes.append(("spec.nodeAffinity.required.nodeSelectorTerms", "Required value",
                        "must have at least one node selector term"))
+    return causes
+
+
+# Required fields of each source (validate<Plugin>VolumeSource in validation.go). The field path
+# prefix is the one the real code passes, including its quirks (gcePersistentDisk is checked
+# under "spec.persistentDisk", cephfs under "spec.cephfs").
+_REQUIRED = {
+    "flexVolume": ("spec.flexVolume", ["driver"]),
+    "csi": ("spec.csi", ["driver", "volumeHandle"]),
+    "nfs": ("spec.nfs", ["server", "path"]),
+    "awsElasticBlockStore": ("spec.awsElasticBlockStore", ["volumeID"]),
+    "gcePersistentDisk": ("spec.persistentDisk", ["pdName"]),
+    "azureDisk": ("spec.azureDisk", ["diskName", "diskURI"]),
+    "azureFile": ("spec.azureFile", ["secretName", "shareName"]),
+    "cinder": ("spec.cinder", ["volumeID"]),
+    "vsphereVolume": ("spec.vsphereVolume", ["volumePath"]),
+    "portworxVolume": ("spec.portworxVolume", ["volumeID"]),
+    "rbd": ("spec.rbd", ["monitors", "image"]),
+    "iscsi": ("spec.iscsi", ["targetPortal", "iqn"]),
+    "cephfs": ("spec.cephfs", ["monitors"]),
+    "glusterfs": ("spec.glusterfs", ["endpoints", "path"]),
+    "hostPath": ("spec.hostPath", ["path"]),
+    "local": ("spec.local", ["path"]),
+}
+_CSI_DRIVER_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def _source_required_fields(source, fields):
+    causes = []
+    prefix, required = _REQUIRED.get(source, ("", []))
+    for field in required:
+        if not fields.get(field):
+            causes.append(("%s.%s" % (prefix, field), "Required value", ""))
+    if source == "csi" and fields.get("driver"):
+        driver = fields["driver"]
+        if len(driver) > 63:
+            causes.append(("spec.csi.driver", "Too long", "must have at most 63 bytes"))
+        elif not _CSI_DRIVER_NAME.match(driver):
+            causes.append(("spec.csi.driver", "Invalid value", "%s: a valid CSI driver name "
+                           "must consist of alphanumeric characters, '-', '_' or '.', and must "
+                           "start and end with an alphanumeric character" % _q(driver)))
+    if source == "iscsi" and not 0 <= int(fields.get("lun", 0) or 0) <= 255:
+        causes.append(("spec.iscsi.lun", "Invalid value", "%s: must be between 0 and 255"
+                       % _q(fields.get("lun"))))
+    if source == "fc" and not fields.get("wwids") and not (fields.get("targetWWNs") and
+                                                           fields.get("lun") is not None):
+        causes.append(("spec.fc.targetWWNs", "Required value",
+                       "must specify either targetWWNs or wwids, but not both"))
     return causes
 
 

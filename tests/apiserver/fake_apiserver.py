@@ -26,6 +26,8 @@ def main(argv=None):
     p.add_argument("--snapshot-crds", action="store_true",
                    help="serve snapshot.storage.k8s.io/v1 (the external-snapshotter CRDs)")
     p.add_argument("--version", default="v1.28.0", help="gitVersion reported by /version")
+    p.add_argument("--no-leases", action="store_true",
+                   help="do not serve coordination.k8s.io (a cluster older than 1.14)")
     p.add_argument("--state-file", default="",
                    help="journal of every write, replayed at start (survives kill -9)")
     p.add_argument("--no-controllers", action="store_true",
@@ -39,7 +41,7 @@ def main(argv=None):
     fake = FakeApiServer(args.dir, port=args.port, tokens=args.token or ["fake-token"],
                          delay_ms=args.delay_ms, snapshot_crds=args.snapshot_crds,
                          version=args.version, state_file=args.state_file or None,
-                         run_controllers=not args.no_controllers,
+                         run_controllers=not args.no_controllers, leases=not args.no_leases,
                          controller_delays={"pod_termination": args.pod_termination_ms / 1000.0,
                                             "detach": args.detach_ms / 1000.0})
     done = threading.Event()

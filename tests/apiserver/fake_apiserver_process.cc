@@ -57,6 +57,7 @@ Status FakeApiServerProcess::Launch(int port) {
     args.push_back(token);
   }
   if (options_.snapshot_crds) args.push_back("--snapshot-crds");
+  if (!options_.leases) args.push_back("--no-leases");
   if (options_.persist_state) {
     args.push_back("--state-file");
     args.push_back(dir_ + "/state.jsonl");

@@ -20,6 +20,7 @@ struct FakeApiServerOptions {
   int port = 0;                     // 0: any free port (Restart() keeps the one it got)
   std::vector<std::string> tokens;  // accepted bearer tokens; empty: "fake-token"
   bool snapshot_crds = false;       // serve snapshot.storage.k8s.io/v1
+  bool leases = true;               // serve coordination.k8s.io/v1 (false: a pre-1.14 cluster)
   bool persist_state = true;        // journal writes to DIR/state.jsonl, so Restart() keeps them
   bool controllers = true;          // run the PV, protection, workload... controllers
   int delay_ms = 0;                 // latency added to every API request

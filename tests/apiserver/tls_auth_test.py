@@ -70,5 +70,15 @@ class TlsAndAuthenticationTest(ServerTestCase):
         self.assertEqual(e["reason"], "NotFound")
 
 
+class WithoutLeasesTest(ServerTestCase):
+    SERVER_OPTIONS = {"run_controllers": False, "leases": False}
+
+    def test_cluster_without_leases_serves_no_coordination_group(self):
+        groups = [g["name"] for g in self.api.get("/apis")["groups"]]
+        self.assertNotIn("coordination.k8s.io", groups)
+        self.assertApiError(404, self.api.get,
+                            "/apis/coordination.k8s.io/v1/namespaces/default/leases")
+
+
 if __name__ == "__main__":
     unittest.main()

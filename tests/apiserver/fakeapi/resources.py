@@ -96,8 +96,11 @@ SNAPSHOT_CRDS = [
 class Registry(object):
     """Lookup of served types by (group, version, plural) and by kind."""
 
-    def __init__(self, snapshot_crds):
+    def __init__(self, snapshot_crds, leases=True):
         self.types = list(BUILTIN) + (list(SNAPSHOT_CRDS) if snapshot_crds else [])
+        if not leases:
+            # A pre-1.14 cluster: no coordination.k8s.io (leader election uses a ConfigMap).
+            self.types = [t for t in self.types if t.group != "coordination.k8s.io"]
         self._by_path = {(t.group, t.version, t.plural): t for t in self.types}
         self._by_kind = {(t.group, t.kind): t for t in self.types}
 

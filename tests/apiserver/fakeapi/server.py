@@ -51,7 +51,8 @@ class _TlsHttpServer(ThreadingHTTPServer):
 class FakeApiServer(object):
     def __init__(self, directory, port=0, tokens=("fake-token",), delay_ms=0,
                  snapshot_crds=False, version="v1.28.0", state_file=None,
-                 history_limit=HISTORY_LIMIT, run_controllers=True, controller_delays=None):
+                 history_limit=HISTORY_LIMIT, run_controllers=True, controller_delays=None,
+                 leases=True):
         self.directory = os.path.abspath(directory)
         self.requested_port = port
         self.tokens = {}
@@ -63,7 +64,7 @@ class FakeApiServer(object):
         self.stopping = False
         self.watch_generation = 0
         self.port = 0
-        self.registry = Registry(snapshot_crds)
+        self.registry = Registry(snapshot_crds, leases)
         self.store = Store(history_limit, state_file)
         self.audit = Audit()
         self.api = Api(self.registry, self.store, self.audit)

@@ -117,7 +117,7 @@ TEST_F(ExecCredentialTest, CachedUntilExpiry) {
   EXPECT_EQ(Runs(), 3);  // an expired credential is never reused
 }
 
-TEST_F(ExecCredentialTest, InvalidateDropsOnlyTheRejectedCredential) {
+TEST_F(ExecCredentialTest, InvalidateDropsOnlyRejectedCredential) {
   Respond({{"token", "t"}});  // no expiry: cached until the server rejects it
   ExecCredentialProvider provider(plugin_, cluster_);
   StatusOr<ExecCredential> first = provider.Get();

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -66,13 +67,41 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* t = static_cast<Transfer*>(user);
-  if (t->request->should_cancel && t->request->should_cancel()) {
-    t->stopped_by_handler = true;
-    return 1;
+// Runs a transfer that must stop soon after should_cancel() turns true, even while the server
+// sends nothing (an idle watch): the multi interface waits at most kCancelPollMs at a time,
+// where curl's progress callback would only come about once a second.
+CURLcode PerformCancellable(CURL* curl, Transfer* transfer) {
+  constexpr int kCancelPollMs = 100;
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  curl_multi_add_handle(multi, curl);
+  CURLcode result = CURLE_OK;
+  bool finished = false;
+  while (!finished) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi, &running);
+    if (mc != CURLM_OK) {
+      result = CURLE_RECV_ERROR;
+      break;
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE) {
+        result = msg->data.result;
+        finished = true;
+      }
+    }
+    if (finished) break;
+    if (transfer->request->should_cancel()) {
+      transfer->stopped_by_handler = true;
+      result = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    curl_multi_poll(multi, nullptr, 0, kCancelPollMs, nullptr);
   }
-  return 0;
+  curl_multi_remove_handle(multi, curl);
+  curl_multi_cleanup(multi);
+  return result;
 }
 
 void SetBlob(CURL* curl, CURLoption option, const std::string& pem) {
@@ -178,12 +207,15 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
   if (!settings_.user_agent.empty()) {
     curl_easy_setopt(curl, CURLOPT_USERAGENT, settings_.user_agent.c_str());
   }
+  // Connecting never takes longer than kMaxConnectMs, even for a watch that may then run for
+  // minutes: an unreachable server is reported, not waited for.
+  constexpr long kMaxConnectMs = 30000;
+  long connect_ms = kMaxConnectMs;
   if (request.timeout.count() > 0) {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.timeout.count()));
-  } else {
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+    connect_ms = std::min<long>(connect_ms, static_cast<long>(request.timeout.count()));
   }
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 
   // Trust: the configured CA only (client-go builds a pool of exactly those), else the system's.
   if (settings_.insecure_skip_tls_verify) {
@@ -238,13 +270,8 @@ HttpResponse HttpTransport::Perform(const HttpRequest& request, const Credential
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-  if (request.should_cancel) {
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
-  }
-
-  CURLcode rc = curl_easy_perform(curl);
+  CURLcode rc =
+      request.should_cancel ? PerformCancellable(curl, &transfer) : curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.http_code);
   curl_off_t pretransfer = 0;
   curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);

@@ -42,7 +42,7 @@ struct HttpRequest {
   // When set, the body of a 2xx answer is handed over as it arrives instead of being collected;
   // returning false ends the transfer (the result then says kCancelled).
   std::function<bool(const char* data, size_t size)> on_body;
-  // Polled about once a second while the transfer runs; true ends it with kCancelled.
+  // Polled every 100 ms or so while the transfer runs; true ends it with kCancelled.
   std::function<bool()> should_cancel;
 };
 

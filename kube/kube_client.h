@@ -71,7 +71,8 @@ struct WatchOptions {
   std::string resource_version;  // start point; empty: list first (Informer does this for you)
   int timeout_seconds = 300;     // server-side watch timeout; the call then returns OK
   bool allow_bookmarks = true;
-  // Checked about once a second while the stream is idle; once set, Watch returns kCancelled.
+  // Checked every 100 ms or so, also while the stream is idle; once set, Watch returns
+  // kCancelled.
   // Not owned; must outlive the call. (The Informer's Run(stop) passes its flag here.)
   const std::atomic<bool>* stop = nullptr;
 };

@@ -66,6 +66,24 @@ class ControlTest(ServerTestCase):
                             {"metadata": {"name": "bad"}, "data": {"k": "not base64!"}})
         self.assertNotIn("s3cr3t-token-value", json.dumps(self.api.audit()))
 
+    def test_delay_slows_every_api_request(self):
+        import time
+        self.api.request("POST", "/_fake/delay", {"ms": 150})
+        try:
+            start = time.time()
+            self.api.get(PV)
+            self.assertGreaterEqual(time.time() - start, 0.15)
+        finally:
+            self.api.request("POST", "/_fake/delay", {"ms": 0})
+
+    def test_delete_collection_deletes_the_selected_objects_only(self):
+        cms = ns_path("default", "configmaps")
+        for name, tier in (("dc-a", "x"), ("dc-b", "x"), ("dc-c", "y")):
+            self.api.create(cms, {"metadata": {"name": name, "labels": {"dc": tier}}})
+        self.api.delete(cms, labelSelector="dc=x")
+        self.assertEqual([c["metadata"]["name"] for c in
+                          self.api.get(cms, labelSelector="dc")["items"]], ["dc-c"])
+
     def test_unknown_control_is_404(self):
         self.assertApiError(404, self.api.request, "POST", "/_fake/nothing")
 

@@ -157,6 +157,35 @@ class WorkloadsTest(ServerTestCase):
         self.wait_for(lambda: not self.pods("app=gc") and
                       not self.api.get(RS, labelSelector="app=gc")["items"], what="gc")
 
+    def test_orphan_deletion_keeps_the_pods_and_drops_their_owner_reference(self):
+        self.api.create(RS, {"metadata": {"name": "orph"}, "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": "orph"}},
+            "template": template("orph")}})
+        self.api.settle()
+        self.api.delete(RS + "/orph", {"propagationPolicy": "Orphan"})
+        self.wait_for(lambda: not self.api.get(RS, labelSelector="app=orph")["items"] and
+                      self.api.get(RS, fieldSelector="metadata.name=orph")["items"] == [],
+                      what="replicaset gone")
+        pods = self.pods("app=orph")
+        self.assertEqual(len(pods), 1)
+        self.assertNotIn("ownerReferences", pods[0]["metadata"])
+
+    def test_csi_driver_without_attach_is_never_in_volumes_attached(self):
+        self.api.create("/apis/storage.k8s.io/v1/csidrivers",
+                        {"metadata": {"name": "noattach.csi"}, "spec": {"attachRequired": False}})
+        pv = flex_pv("noattach-pv", storage_class="noattach")
+        del pv["spec"]["flexVolume"]
+        pv["spec"]["csi"] = {"driver": "noattach.csi", "volumeHandle": "h-noattach"}
+        self.api.create(PV, pv)
+        self.api.create(PVC, claim("noattach", storage_class="noattach"))
+        self.api.create(PODS, {"metadata": {"name": "noattach-user"}, "spec": {
+            "nodeName": "node-0", "containers": [{"name": "c", "image": "i"}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "noattach"}}]}})
+        self.api.settle()
+        self.assertEqual(self.api.get(PODS + "/noattach-user")["status"]["phase"], "Running")
+        self.assertNotIn("volumesAttached",
+                         self.api.get("/api/v1/nodes/node-0").get("status") or {})
+
     def test_pods_owned_by_unserved_kinds_are_not_collected(self):
         body = {"metadata": {"name": "job-pod", "ownerReferences": [
             {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "0000-job",

@@ -247,6 +247,7 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CLI::App app("Show the migration journal: where each PV's migration stands.",
                "flexcsi migrate status");
   CommonFlags f;
+  AddKubeFlags(app, f);  // accepted like everywhere, unused: the journal is local
   app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
   app.add_option("-o,--output", f.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));

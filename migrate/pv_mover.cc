@@ -133,6 +133,20 @@ void MaybeCrashForTest(const std::string& step, bool after_action) {
   if (std::string(env) == (after_action ? step + "+" : step)) ::kill(::getpid(), SIGKILL);
 }
 
+void MaybeHoldForTest() {
+  static bool held = false;
+  const char* dir = std::getenv("FLEXCSI_MIGRATE_HOLD_DIR");
+  if (dir == nullptr || held) return;
+  held = true;
+  const std::string base(dir);
+  std::ofstream(base + "/held").put('\n');
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::access((base + "/go").c_str(), F_OK) != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // One Apply or Rollback of one PV: the live reads, the journal row and the steps.
 class PvMover::Run {
  public:
@@ -354,6 +368,7 @@ Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
     auto change = edit(pv);
     if (!change.ok()) return change.status();
     if (!*change) return Status::Ok();
+    MaybeHoldForTest();
     auto updated = client_.Update(Pvs().Named(pv_name_), pv);
     if (updated.ok()) return Status::Ok();
     if (!kube::IsConflict(updated.status())) {

@@ -103,5 +103,9 @@ class PvMover {
 // its write); <step>+ right after the step's writes, before the next step is journaled. For the
 // crash tests; unset in normal use.
 void MaybeCrashForTest(const std::string& step, bool after_action);
+// FLEXCSI_MIGRATE_HOLD_DIR=<dir>: the first read-modify-write of a PV, after its read and before
+// its write, creates <dir>/held and waits (up to 60 s) for <dir>/go, so a test can change the
+// object in between (the 409 path) or take the API server away. Unset in normal use.
+void MaybeHoldForTest();
 
 }  // namespace flexcsi::migrate

@@ -49,8 +49,9 @@ def _prune_unknown_fields(rtype, obj):
         request_context.warnings.extend('unknown field "%s"' % d for d in dropped)
 
 
-def now_rfc3339():
-    return datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z"
+def now_rfc3339(offset_seconds=0):
+    when = datetime.datetime.utcnow() + datetime.timedelta(seconds=offset_seconds)
+    return when.replace(microsecond=0).isoformat() + "Z"
 
 
 def generate_suffix(n=5):
@@ -491,7 +492,9 @@ class Api(object):
                     # Already being deleted: nothing changes.
                     return kept, copy.deepcopy(old)
             else:
-                meta["deletionTimestamp"] = now_rfc3339()
+                # A graceful deletion's timestamp is when the grace period ends
+                # (BeforeDelete: now + gracePeriodSeconds).
+                meta["deletionTimestamp"] = now_rfc3339(grace)
                 meta["deletionGracePeriodSeconds"] = grace
                 meta["finalizers"] = fins
                 return self._pending_delete(rtype, new, dry_run, kept)

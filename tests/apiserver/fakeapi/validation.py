@@ -154,6 +154,9 @@ def validate_pv(obj):
                            % _q(key)))
         elif quantity.parse(value) is None:
             causes.append(("spec.capacity[storage]", "Invalid value", _q(value)))
+        elif quantity.parse(value) <= 0:
+            causes.append(("spec.capacity[storage]", "Invalid value", "%s: must be greater "
+                           "than zero" % _q(value)))
     causes += _access_modes(spec.get("accessModes"), "spec.accessModes")
     policy = spec.get("persistentVolumeReclaimPolicy")
     if policy not in ("Retain", "Delete", "Recycle"):

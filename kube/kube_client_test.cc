@@ -208,6 +208,39 @@ TEST_F(KubeClientTest, ServerCertificateMustChainToConfiguredCa) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
+TEST_F(KubeClientTest, InsecureSkipsVerificationAndNoCaMeansSystemRoots) {
+  ClientConfig config = client_->config();
+  config.ca_pem.clear();
+  config.max_retries = 0;
+  StatusOr<Json> got = Connect(config)->Get(ConfigMaps().Named("x"));
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();  // not trusted
+  config.insecure_skip_tls_verify = true;
+  got = Connect(config)->Get(ConfigMaps().Named("x"));
+  EXPECT_TRUE(IsNotFound(got.status())) << got.status().ToString();  // reached the API
+}
+
+TEST_F(KubeClientTest, InClusterServiceAccountReachesServer) {
+  std::string sa = dir_ + "/serviceaccount";
+  fs::create_directories(sa);
+  std::ofstream(sa + "/token") << "fake-token\n";
+  fs::copy_file(server_->process().ca_path(), sa + "/ca.crt");
+  std::ofstream(sa + "/namespace") << ns_ << "\n";
+  setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", std::to_string(server_->process().port()).c_str(), 1);
+  ConfigFlags flags;
+  flags.in_cluster = true;
+  flags.service_account_dir = sa;
+  StatusOr<ClientConfig> config = LoadClientConfig(flags);
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  std::unique_ptr<KubeClient> client = Connect(*config);
+  EXPECT_EQ(client->DefaultNamespace(), ns_);
+  ASSERT_TRUE(client->Create(ConfigMaps(), ConfigMap("from-pod", "v")).ok());
+  std::ofstream(sa + "/token") << "revoked-token\n";  // rotated to something the server refuses
+  EXPECT_EQ(client->Get(ConfigMaps().Named("from-pod")).status().code(), Code::kUnauthenticated);
+}
+
 TEST_F(KubeClientTest, TlsServerNameIsWhatTheCertificateMustName) {
   ClientConfig config = client_->config();
   config.tls_server_name = "localhost";  // in the server's SANs; the URL says 127.0.0.1
@@ -396,6 +429,31 @@ TEST(KubeClientCrashTest, KilledServerGivesUnavailableWithinTimeout) {
   call.join();
   EXPECT_EQ(result.code(), Code::kUnavailable) << result.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(8));
+}
+
+TEST_F(KubeClientTest, ExecPluginClientCertificate) {
+  // The plugin returns the admin certificate and key (PEM in JSON), as cloud plugins that mint
+  // short-lived client certificates do.
+  std::string plugin = dir_ + "/cert-plugin.py";
+  std::ofstream(plugin) << "#!/usr/bin/env python3\n"
+                           "import json, os\n"
+                           "d = os.environ['PKI']\n"
+                           "print(json.dumps({'kind': 'ExecCredential',\n"
+                           "  'apiVersion': 'client.authentication.k8s.io/v1beta1',\n"
+                           "  'status': {'clientCertificateData': open(d + '/admin.crt').read(),\n"
+                           "             'clientKeyData': open(d + '/admin.key').read()}}))\n";
+  fs::permissions(plugin, fs::perms::owner_all);
+  ClientConfig config = client_->config();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.exec = ExecPluginConfig{"client.authentication.k8s.io/v1beta1",
+                                 plugin,
+                                 {},
+                                 {{"PKI", server_->dir()}},
+                                 "IfAvailable",
+                                 false};
+  StatusOr<Json> created = Connect(config)->Create(ConfigMaps(), ConfigMap("by-exec-cert", "v"));
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
 }
 
 TEST_F(KubeClientTest, OneClientServesManyThreads) {

@@ -241,6 +241,18 @@ class CustomResourceTest(ServerTestCase):
         got = self.api.patch(self.VS + "/snap-smp", {"metadata": {"labels": {"a": "b"}}})
         self.assertEqual(got["metadata"]["labels"], {"a": "b"})
 
+    def test_snapshot_status_fields_are_typed_like_the_crd_schema(self):
+        self.api.create(self.VS, self.snapshot("snap-status"))
+        snap = self.api.get(self.VS + "/snap-status")
+        snap["status"] = {"readyToUse": "yes"}
+        e = self.assertApiError(422, self.api.update, self.VS + "/snap-status/status", snap)
+        self.assertIn("status.readyToUse in body must be of type boolean", e["message"])
+        snap["status"] = {"readyToUse": True, "restoreSize": "1Gi",
+                          "creationTime": "2024-01-01T00:00:00Z", "unknown": 1}
+        got = self.api.update(self.VS + "/snap-status/status", snap)
+        self.assertEqual(got["status"], {"readyToUse": True, "restoreSize": "1Gi",
+                                         "creationTime": "2024-01-01T00:00:00Z"})
+
     def test_snapshot_source_is_exactly_one_and_immutable(self):
         bad = self.snapshot("snap-bad")
         bad["spec"]["source"]["volumeSnapshotContentName"] = "c"

@@ -51,6 +51,10 @@ STATUS = {
     "PersistentVolumeClaim": {"phase", "accessModes", "capacity", "conditions",
                               "allocatedResources", "allocatedResourceStatuses",
                               "currentVolumeAttributesClassName", "modifyVolumeStatus"},
+    "VolumeSnapshot": {"boundVolumeSnapshotContentName", "creationTime", "readyToUse",
+                       "restoreSize", "error", "volumeGroupSnapshotName"},
+    "VolumeSnapshotContent": {"creationTime", "readyToUse", "restoreSize", "snapshotHandle",
+                              "error", "volumeGroupSnapshotHandle"},
 }
 
 

@@ -533,6 +533,58 @@ def validate_volume_snapshot_class(obj):
     return causes
 
 
+# Field types of the snapshot CRDs' status (external-snapshotter client/config/crd, the
+# OpenAPI schemas the apiextensions server validates every write against).
+_SNAPSHOT_STATUS_TYPES = {
+    "VolumeSnapshot": {"boundVolumeSnapshotContentName": "string", "creationTime": "date-time",
+                       "readyToUse": "boolean", "restoreSize": "quantity", "error": "error",
+                       "volumeGroupSnapshotName": "string"},
+    "VolumeSnapshotContent": {"creationTime": "int64", "readyToUse": "boolean",
+                              "restoreSize": "int64", "snapshotHandle": "string",
+                              "error": "error", "volumeGroupSnapshotHandle": "string"},
+}
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def _type_ok(kind, value):
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "int64":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind == "date-time":
+        return isinstance(value, str) and bool(_DATE_TIME.match(value))
+    if kind == "quantity":
+        return (isinstance(value, int) and not isinstance(value, bool)) or \
+            (isinstance(value, str) and quantity.parse(value) is not None)
+    if kind == "error":
+        return isinstance(value, dict) and isinstance(value.get("message", ""), str) and \
+            (value.get("time") is None or _type_ok("date-time", value["time"]))
+    return True
+
+
+def validate_snapshot_status(rtype, obj):
+    types = _SNAPSHOT_STATUS_TYPES.get(rtype.kind)
+    status = obj.get("status")
+    if not types or status is None:
+        return []
+    if not isinstance(status, dict):
+        return [("status", "Invalid value", '%s: status in body must be of type object'
+                 % _q(status))]
+    causes = []
+    for field, value in status.items():
+        kind = types.get(field)
+        if kind and value is not None and not _type_ok(kind, value):
+            expected = {"int64": "integer", "date-time": "string (date-time)",
+                        "quantity": "integer or quantity string",
+                        "error": "object"}.get(kind, kind)
+            causes.append(("status." + field, "Invalid value",
+                           "%s: status.%s in body must be of type %s" % (_q(value), field,
+                                                                        expected)))
+    return causes
+
+
 # ---- dispatch ---------------------------------------------------------------------------------
 
 _CREATE = {
@@ -579,6 +631,7 @@ def validate_create(rtype, obj):
 def validate_update(rtype, new, old, subresource):
     causes = validate_metadata(rtype, new) + validate_metadata_update(new, old)
     if subresource == "status":
+        causes += validate_snapshot_status(rtype, new)
         # ValidatePersistentVolume(Claim)StatusUpdate: a status write must name its version.
         if rtype.kind in ("PersistentVolume", "PersistentVolumeClaim") and \
                 not new["metadata"].get("resourceVersion"):

@@ -32,7 +32,7 @@ class FilesystemTest : public ::testing::Test {
   std::string dir_, file_, device_;
 };
 
-TEST_F(FilesystemTest, BlankDeviceProbesEmptyAndFormattedOneProbesItsType) {
+TEST_F(FilesystemTest, ProbeFindsNothingOrTheType) {
   StatusOr<std::string> blank = ProbeFilesystem(device_);
   ASSERT_TRUE(blank.ok()) << blank.status().ToString();
   EXPECT_EQ(*blank, "");

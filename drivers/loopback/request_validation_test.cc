@@ -72,7 +72,7 @@ TEST(ValidateCapabilityTest, UnsupportedFsTypeIsInvalid) {
   EXPECT_EQ(ValidateCapability(MountCapability("btrfs"), "c").code(), Code::kInvalidArgument);
 }
 
-TEST(ValidateMountFlagsTest, OrdinaryFlagsPassAndBindLikeOnesAreRefused) {
+TEST(ValidateMountFlagsTest, BindLikeFlagsAreRefused) {
   VolumeCapability c = MountCapability();
   c.mutable_mount()->add_mount_flags("noatime");
   c.mutable_mount()->add_mount_flags("nodev,nosuid");
@@ -108,7 +108,7 @@ TEST(CapabilityKeyTest, MountFlagOrderDoesNotMatterButContentDoes) {
       CapabilityKey(MountCapability("", VolumeCapability::AccessMode::SINGLE_NODE_READER_ONLY)));
 }
 
-TEST(CheckAccessTypeMatchesTest, BlockAndMountVolumesRefuseTheOtherKind) {
+TEST(CheckAccessTypeMatchesTest, VolumesRefuseTheOtherKind) {
   VolumeRecord block;
   block.block = true;
   VolumeRecord fs;
@@ -151,7 +151,7 @@ TEST(ChooseCapacityTest, RoundsUpToWholeMiB) {
   EXPECT_EQ(*ChooseCapacity(&r, kMinVolumeBytes), kMiB);
 }
 
-TEST(ChooseCapacityTest, RoundingThatOvershootsLimitFallsBackOrFails) {
+TEST(ChooseCapacityTest, OvershootingLimitFallsBack) {
   csi::v1::CapacityRange r = Range(kMiB + 1, 2 * kMiB + 10);
   EXPECT_EQ(*ChooseCapacity(&r, kMinVolumeBytes), 2 * kMiB);
   r = Range(kMiB + 1, kMiB + 100);  // no whole MiB in [required, limit]

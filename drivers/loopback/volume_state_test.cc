@@ -102,7 +102,7 @@ TEST_F(VolumeStateTest, EveryFieldSurvivesReopen) {
   EXPECT_TRUE(s->block);
 }
 
-TEST_F(VolumeStateTest, SequenceNumbersGrowAcrossRestartsAndOrderLists) {
+TEST_F(VolumeStateTest, SequenceGrowsAcrossRestarts) {
   uint64_t first_seq = 0;
   {
     auto state = OpenState();
@@ -175,7 +175,7 @@ TEST_F(VolumeStateTest, NoTemporaryFileIsLeftBehind) {
   EXPECT_FALSE(boost::filesystem::exists(dir_ + "/state.json.tmp"));
 }
 
-TEST_F(VolumeStateTest, SecondOpenOfTheSameDirectoryIsRefusedUntilTheFirstCloses) {
+TEST_F(VolumeStateTest, SecondOpenRefusedUntilFirstCloses) {
   auto first = OpenState();
   ASSERT_NE(first, nullptr);
   StatusOr<std::unique_ptr<VolumeState>> second = VolumeState::Open(dir_);

@@ -22,7 +22,7 @@ using csi::v1::VolumeCapability;
 
 class ConcurrencyTest : public DriverTest {};
 
-TEST_F(ConcurrencyTest, ConcurrentLifecyclesOfManyVolumesAllSucceed) {
+TEST_F(ConcurrencyTest, ManyVolumesAtOnce) {
   constexpr int kVolumes = 6;
   constexpr auto kDuration = std::chrono::seconds(6);
   const VolumeCapability cap =

@@ -34,7 +34,7 @@ class ErrorCodesTest : public DriverTest {
   }
 };
 
-TEST_F(ErrorCodesTest, CreateVolumeRejectsMissingNameAndCapabilities) {
+TEST_F(ErrorCodesTest, CreateNeedsNameAndCapabilities) {
   csi::v1::CreateVolumeResponse out;
   csi::v1::CreateVolumeRequest r = CreateRequest("", 8 * kMiB, MountCapability());
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
@@ -47,7 +47,7 @@ TEST_F(ErrorCodesTest, CreateVolumeRejectsMissingNameAndCapabilities) {
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(ErrorCodesTest, CreateVolumeRejectsBadCapabilityAndParameters) {
+TEST_F(ErrorCodesTest, CreateRejectsBadCapOrParams) {
   csi::v1::CreateVolumeResponse out;
   EXPECT_EQ(Call(CreateRequest(
                      "a", 8 * kMiB,
@@ -71,14 +71,14 @@ TEST_F(ErrorCodesTest, CreateVolumeCapacityOutOfRange) {
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::OUT_OF_RANGE);
 }
 
-TEST_F(ErrorCodesTest, SameNameDifferentSizeIsAlreadyExists) {
+TEST_F(ErrorCodesTest, SameNameOtherSizeExists) {
   CreateVolume("pvc-same", 8 * kMiB, MountCapability());
   csi::v1::CreateVolumeResponse out;
   EXPECT_EQ(Call(CreateRequest("pvc-same", 32 * kMiB, MountCapability()), &out).error_code(),
             StatusCode::ALREADY_EXISTS);
 }
 
-TEST_F(ErrorCodesTest, CapabilityFsTypeChoosesTheFilesystemWithoutParameter) {
+TEST_F(ErrorCodesTest, CapabilityFsTypeChoosesFs) {
   csi::v1::CreateVolumeResponse out;
   grpc::Status s = Call(CreateRequest("pvc-cap-xfs", 16 * kMiB, MountCapability("xfs")), &out);
   ASSERT_TRUE(s.ok()) << Describe(s);
@@ -90,7 +90,7 @@ TEST_F(ErrorCodesTest, CapabilityFsTypeChoosesTheFilesystemWithoutParameter) {
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(ErrorCodesTest, BlockContentCannotSeedAFilesystemVolume) {
+TEST_F(ErrorCodesTest, BlockCannotSeedFilesystem) {
   const std::string block_id = CreateVolume("pvc-raw", 8 * kMiB, BlockCapability());
   csi::v1::CreateVolumeResponse out;
   csi::v1::CreateVolumeRequest r = CreateRequest("pvc-from-raw", 8 * kMiB, MountCapability());
@@ -101,7 +101,7 @@ TEST_F(ErrorCodesTest, BlockContentCannotSeedAFilesystemVolume) {
   EXPECT_TRUE(Call(r, &out).ok());
 }
 
-TEST_F(ErrorCodesTest, UnknownContentSourcesAreNotFound) {
+TEST_F(ErrorCodesTest, UnknownContentSourceNotFound) {
   csi::v1::CreateVolumeResponse out;
   csi::v1::CreateVolumeRequest r = CreateRequest("pvc-from-nothing", 8 * kMiB, MountCapability());
   r.mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id("snap-missing");
@@ -110,7 +110,7 @@ TEST_F(ErrorCodesTest, UnknownContentSourcesAreNotFound) {
   EXPECT_EQ(Call(r, &out).error_code(), StatusCode::NOT_FOUND);
 }
 
-TEST_F(ErrorCodesTest, UnknownVolumeIsNotFoundEverywhereItMustBe) {
+TEST_F(ErrorCodesTest, UnknownVolumeIsNotFound) {
   const std::string staging = MakeDir("staging");
   EXPECT_EQ(Call(StageRequest("vol-missing", staging, MountCapability())).error_code(),
             StatusCode::NOT_FOUND);
@@ -152,7 +152,7 @@ TEST_F(ErrorCodesTest, UnknownVolumeIsNotFoundEverywhereItMustBe) {
   EXPECT_TRUE(Call(d).ok());
 }
 
-TEST_F(ErrorCodesTest, MissingFieldsAreInvalidArgument) {
+TEST_F(ErrorCodesTest, MissingFieldsInvalid) {
   const std::string id = CreateVolume("pvc-fields", 8 * kMiB, MountCapability());
   const std::string staging = MakeDir("staging");
   EXPECT_EQ(Call(StageRequest("", staging, MountCapability())).error_code(),
@@ -211,7 +211,7 @@ TEST_F(ErrorCodesTest, BlockAndMountDoNotMix) {
   EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty()) << "a refused stage must not attach";
 }
 
-TEST_F(ErrorCodesTest, StagedElsewhereOrWithOtherCapability) {
+TEST_F(ErrorCodesTest, StagedElsewhereOrOtherCap) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-conflict", 8 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -249,7 +249,7 @@ TEST_F(ErrorCodesTest, StagedElsewhereOrWithOtherCapability) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(ErrorCodesTest, SingleNodeSingleWriterPublishesOnce) {
+TEST_F(ErrorCodesTest, SingleWriterPublishesOnce) {
   const VolumeCapability cap =
       MountCapability("", VolumeCapability::AccessMode::SINGLE_NODE_SINGLE_WRITER);
   const std::string id = CreateVolume("pvc-sn-sw", 8 * kMiB, cap);
@@ -266,7 +266,7 @@ TEST_F(ErrorCodesTest, SingleNodeSingleWriterPublishesOnce) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(ErrorCodesTest, DeleteOfAControllerPublishedVolumeIsFailedPrecondition) {
+TEST_F(ErrorCodesTest, DeleteWhileAttachedRefused) {
   const std::string id = CreateVolume("pvc-attached", 8 * kMiB, MountCapability());
   ControllerPublish(id, MountCapability());
   csi::v1::DeleteVolumeRequest d;
@@ -276,7 +276,7 @@ TEST_F(ErrorCodesTest, DeleteOfAControllerPublishedVolumeIsFailedPrecondition) {
   EXPECT_TRUE(Call(d).ok());
 }
 
-TEST_F(ErrorCodesTest, ForbiddenMountFlagIsInvalidArgument) {
+TEST_F(ErrorCodesTest, ForbiddenMountFlagInvalid) {
   const std::string id = CreateVolume("pvc-flags", 8 * kMiB, MountCapability());
   VolumeCapability cap = MountCapability();
   cap.mutable_mount()->add_mount_flags("bind");
@@ -284,7 +284,7 @@ TEST_F(ErrorCodesTest, ForbiddenMountFlagIsInvalidArgument) {
             StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(ErrorCodesTest, ControllerPublishUnknownNodeIsNotFound) {
+TEST_F(ErrorCodesTest, PublishToUnknownNodeNotFound) {
   const std::string id = CreateVolume("pvc-node", 8 * kMiB, MountCapability());
   csi::v1::ControllerPublishVolumeRequest cp;
   cp.set_volume_id(id);
@@ -331,7 +331,7 @@ TEST_F(ErrorCodesTest, PaginationAndBadTokens) {
             StatusCode::ABORTED);
 }
 
-TEST_F(ErrorCodesTest, UnimplementedRpcsSayUnimplemented) {
+TEST_F(ErrorCodesTest, UnimplementedRpcs) {
   csi::v1::ControllerModifyVolumeRequest m;
   m.set_volume_id("x");
   csi::v1::ControllerModifyVolumeResponse m_out;
@@ -353,7 +353,7 @@ TEST_F(ErrorCodesTest, UnimplementedRpcsSayUnimplemented) {
             StatusCode::UNIMPLEMENTED);
 }
 
-TEST_F(ErrorCodesTest, StatsOnAnUnmountedKnownPathReportAbnormalCondition) {
+TEST_F(ErrorCodesTest, StatsOfUnmountedPathAbnormal) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-cond", 8 * kMiB, cap);
   const std::string staging = MakeDir("staging");

@@ -14,7 +14,7 @@ using csi::v1::VolumeCapability;
 
 class IdempotencyTest : public DriverTest {};
 
-TEST_F(IdempotencyTest, EveryCallOfALifeTwiceSucceedsAndConverges) {
+TEST_F(IdempotencyTest, EveryCallTwice) {
   const VolumeCapability cap = MountCapability();
   csi::v1::CreateVolumeRequest create = CreateRequest("pvc-twice", 16 * kMiB, cap);
   csi::v1::CreateVolumeResponse first, second;
@@ -86,7 +86,7 @@ TEST_F(IdempotencyTest, SnapshotCreateAndDeleteTwice) {
   EXPECT_TRUE(controller_->DeleteSnapshot(NewContext().get(), del, &out).ok());
 }
 
-TEST_F(IdempotencyTest, RepeatedRestoreStillSucceedsAfterTheSnapshotIsGone) {
+TEST_F(IdempotencyTest, RestoreRepeatAfterSnapshotGone) {
   const std::string id = CreateVolume("pvc-origin", 8 * kMiB, MountCapability());
   csi::v1::CreateSnapshotRequest snap;
   snap.set_name("snap-gone");
@@ -107,12 +107,12 @@ TEST_F(IdempotencyTest, RepeatedRestoreStillSucceedsAfterTheSnapshotIsGone) {
   EXPECT_EQ(first.volume().volume_id(), second.volume().volume_id());
 }
 
-TEST_F(IdempotencyTest, UnstageOfANeverStagedVolumeIsOk) {
+TEST_F(IdempotencyTest, UnstageNeverStagedIsOk) {
   const std::string id = CreateVolume("pvc-never", 8 * kMiB, MountCapability());
   ASSERT_NO_FATAL_FAILURE(Unstage(id, MakeDir("staging")));
 }
 
-TEST_F(IdempotencyTest, UnpublishOfAnUnknownTargetIsOkAndRemovesAnEmptyTarget) {
+TEST_F(IdempotencyTest, UnpublishUnknownTargetOk) {
   const std::string id = CreateVolume("pvc-unknown-target", 8 * kMiB, MountCapability());
   const std::string target = MakeDir("pods/never/m");
   ASSERT_NO_FATAL_FAILURE(Unpublish(id, target));
@@ -121,7 +121,7 @@ TEST_F(IdempotencyTest, UnpublishOfAnUnknownTargetIsOkAndRemovesAnEmptyTarget) {
   ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("does/not/exist")));
 }
 
-TEST_F(IdempotencyTest, ControllerUnpublishOfUnknownVolumeOrNeverPublishedIsOk) {
+TEST_F(IdempotencyTest, ControllerUnpublishUnknownOk) {
   csi::v1::ControllerUnpublishVolumeRequest r;
   r.set_volume_id("vol-unknown");
   r.set_node_id(node_id());
@@ -134,7 +134,7 @@ TEST_F(IdempotencyTest, ControllerUnpublishOfUnknownVolumeOrNeverPublishedIsOk) 
 
 // A driver that crashed between mounting a target and recording it still owns that mount; a
 // mount it never made is left alone.
-TEST_F(IdempotencyTest, UnpublishUndoesAnUnrecordedMountOfTheVolumeButNotAForeignOne) {
+TEST_F(IdempotencyTest, UnpublishUndoesOnlyOwnMount) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-unrecorded", 8 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -154,7 +154,7 @@ TEST_F(IdempotencyTest, UnpublishUndoesAnUnrecordedMountOfTheVolumeButNotAForeig
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(IdempotencyTest, RestageAfterTheStagingMountVanishedMountsAgain) {
+TEST_F(IdempotencyTest, RestageAfterMountVanished) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-vanish", 8 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -167,7 +167,7 @@ TEST_F(IdempotencyTest, RestageAfterTheStagingMountVanishedMountsAgain) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(IdempotencyTest, ConcurrentStagesOfOneVolumeAttachOneDevice) {
+TEST_F(IdempotencyTest, ConcurrentStagesOneDevice) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-race", 8 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -188,7 +188,7 @@ TEST_F(IdempotencyTest, ConcurrentStagesOfOneVolumeAttachOneDevice) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(IdempotencyTest, DifferentVolumesLiveTheirLivesInParallel) {
+TEST_F(IdempotencyTest, DifferentVolumesInParallel) {
   const VolumeCapability cap = MountCapability();
   constexpr int kVolumes = 3;
   std::vector<std::string> failures(kVolumes);

@@ -18,7 +18,7 @@ using csi::v1::VolumeCapability;
 class LifecycleTest : public DriverTest {};
 
 // xfs, because it grows online with CAP_SYS_ADMIN alone; ext4 growth is covered below.
-TEST_F(LifecycleTest, FilesystemVolumeFullLifeWithTwoTargetsExpandAndSnapshotRestore) {
+TEST_F(LifecycleTest, FilesystemFullLife) {
   const VolumeCapability cap =
       MountCapability("xfs", VolumeCapability::AccessMode::SINGLE_NODE_MULTI_WRITER);
   const std::map<std::string, std::string> xfs = {{"fsType", "xfs"}};
@@ -145,7 +145,7 @@ TEST_F(LifecycleTest, FilesystemVolumeFullLifeWithTwoTargetsExpandAndSnapshotRes
   EXPECT_EQ(list.entries_size(), 0);
 }
 
-TEST_F(LifecycleTest, BlockVolumeIsTheRawDeviceOnAFileTarget) {
+TEST_F(LifecycleTest, BlockIsRawDeviceOnFileTarget) {
   const VolumeCapability cap = BlockCapability();
   const std::string id = CreateVolume("pvc-block", 16 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -225,7 +225,7 @@ TEST_F(LifecycleTest, BlockVolumeIsTheRawDeviceOnAFileTarget) {
 // Growing a mounted ext4 needs CAP_SYS_RESOURCE. Where the driver has it, NodeExpand grows the
 // filesystem online; where it lacks it (unprivileged containers), NodeExpand answers
 // FAILED_PRECONDITION and the filesystem grows offline at the next NodeStage.
-TEST_F(LifecycleTest, Ext4VolumeGrowsOnlineOrAtTheNextStage) {
+TEST_F(LifecycleTest, Ext4GrowsOnlineOrAtNextStage) {
   const VolumeCapability cap = MountCapability("ext4");
   const std::string id = CreateVolume("pvc-ext4-grow", 32 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -269,7 +269,7 @@ TEST_F(LifecycleTest, Ext4VolumeGrowsOnlineOrAtTheNextStage) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
-TEST_F(LifecycleTest, ReadOnlyPublishRefusesWritesWhileTheOtherTargetWrites) {
+TEST_F(LifecycleTest, ReadOnlyTargetBesideWritable) {
   const VolumeCapability cap =
       MountCapability("", VolumeCapability::AccessMode::SINGLE_NODE_MULTI_WRITER);
   const std::string id = CreateVolume("pvc-ro", 16 * kMiB, cap);
@@ -289,7 +289,7 @@ TEST_F(LifecycleTest, ReadOnlyPublishRefusesWritesWhileTheOtherTargetWrites) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
-TEST_F(LifecycleTest, VolumeMountGroupOwnsTheMountRoot) {
+TEST_F(LifecycleTest, MountGroupOwnsTheRoot) {
   VolumeCapability cap = MountCapability();
   cap.mutable_mount()->set_volume_mount_group("4321");
   const std::string id = CreateVolume("pvc-group", 16 * kMiB, MountCapability());
@@ -306,7 +306,7 @@ TEST_F(LifecycleTest, VolumeMountGroupOwnsTheMountRoot) {
   ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
 }
 
-TEST_F(LifecycleTest, CloneCopiesTheSourceVolumeDataIntoALargerVolume) {
+TEST_F(LifecycleTest, CloneIntoALargerVolume) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-src", 16 * kMiB, cap);
   const std::string staging = MakeDir("staging");

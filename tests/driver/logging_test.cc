@@ -9,7 +9,7 @@ using csi::v1::VolumeCapability;
 
 class LoggingTest : public DriverTest {};
 
-TEST_F(LoggingTest, SecretsNeverReachTheLogEvenAtDebugLevel) {
+TEST_F(LoggingTest, NoSecretsInLogAtDebug) {
   const std::string secret = "s3cr3t-value-that-must-not-be-logged";
   const VolumeCapability cap = MountCapability();
   csi::v1::CreateVolumeRequest create = CreateRequest("pvc-secret", 8 * kMiB, cap);
@@ -54,7 +54,7 @@ TEST_F(LoggingTest, SecretsNeverReachTheLogEvenAtDebugLevel) {
   EXPECT_EQ(log.find(secret), std::string::npos) << log;
 }
 
-TEST_F(LoggingTest, GetCapacityHonoursTopologyAndCapabilities) {
+TEST_F(LoggingTest, GetCapacityTopologyAndCaps) {
   csi::v1::GetCapacityRequest r;
   csi::v1::GetCapacityResponse out;
   ASSERT_TRUE(controller_->GetCapacity(NewContext().get(), r, &out).ok());

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/mount_table.h"
 #include "tests/driver/driver_harness.h"
 
@@ -16,14 +18,16 @@ namespace {
 using csi::v1::VolumeCapability;
 using grpc::StatusCode;
 
-class MultiTargetTest : public DriverTest, public ::testing::WithParamInterface<std::string> {
+// The shape comes from the subclass: its flags, and whether it stages.
+class MultiTargetTest : public DriverTest {
  protected:
-  std::vector<std::string> ExtraFlags() const override {
-    if (GetParam() == "Default") return {};
-    if (GetParam() == "NoMountStage") return {"--stage-without-mount"};
-    return {"--no-stage-unstage"};
+  void RwRoGroups();
+  void BlockRwRo();
+
+  bool stages() const {
+    const std::vector<std::string> flags = ExtraFlags();
+    return std::find(flags.begin(), flags.end(), "--no-stage-unstage") == flags.end();
   }
-  bool stages() const { return GetParam() != "NoStage"; }
 
   // The staging path kubelet would pass: empty when the node does not stage.
   std::string StageIfStaging(const std::string& id, const VolumeCapability& cap) {
@@ -58,7 +62,7 @@ class MultiTargetTest : public DriverTest, public ::testing::WithParamInterface<
 
 // Pod A writes with fsGroup 2000, pod B reads only, pod C writes with fsGroup 3000: all three
 // at once, each target as requested, and each repeat or conflict judged at its own target.
-TEST_P(MultiTargetTest, RwRoAndGroupsAtOnce) {
+void MultiTargetTest::RwRoGroups() {
   const VolumeCapability cap = MountCapability();
   const VolumeCapability cap_a = WithGroup(cap, "2000");
   const VolumeCapability cap_c = WithGroup(cap, "3000");
@@ -120,7 +124,7 @@ TEST_P(MultiTargetTest, RwRoAndGroupsAtOnce) {
 }
 
 // A read-only block target is a read-only device beside the writable one.
-TEST_P(MultiTargetTest, BlockRwAndRoAtOnce) {
+void MultiTargetTest::BlockRwRo() {
   const VolumeCapability cap = BlockCapability();
   const std::string id = CreateVolume("pvc-block-pods", 8 * kMiB, cap);
   std::string staging;
@@ -162,11 +166,23 @@ TEST_P(MultiTargetTest, BlockRwAndRoAtOnce) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, MultiTargetTest,
-                         ::testing::Values("Default", "NoMountStage", "NoStage"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
-                         });
+class DefaultShapeTest : public MultiTargetTest {};
+TEST_F(DefaultShapeTest, RwRoGroups) { RwRoGroups(); }
+TEST_F(DefaultShapeTest, BlockRwRo) { BlockRwRo(); }
+
+class NoMountShapeTest : public MultiTargetTest {
+ protected:
+  std::vector<std::string> ExtraFlags() const override { return {"--stage-without-mount"}; }
+};
+TEST_F(NoMountShapeTest, RwRoGroups) { RwRoGroups(); }
+TEST_F(NoMountShapeTest, BlockRwRo) { BlockRwRo(); }
+
+class NoStageShapeTest : public MultiTargetTest {
+ protected:
+  std::vector<std::string> ExtraFlags() const override { return {"--no-stage-unstage"}; }
+};
+TEST_F(NoStageShapeTest, RwRoGroups) { RwRoGroups(); }
+TEST_F(NoStageShapeTest, BlockRwRo) { BlockRwRo(); }
 
 }  // namespace
 }  // namespace driver_test

@@ -15,7 +15,7 @@ using csi::v1::VolumeCapability;
 
 class RestartTest : public DriverTest {};
 
-TEST_F(RestartTest, VolumesSnapshotsAndPublicationsSurviveARestart) {
+TEST_F(RestartTest, StateSurvivesARestart) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-restart", 16 * kMiB, cap);
   std::map<std::string, std::string> context = ControllerPublish(id, cap);
@@ -70,7 +70,7 @@ TEST_F(RestartTest, VolumesSnapshotsAndPublicationsSurviveARestart) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
-TEST_F(RestartTest, CrashLeavesTheSocketAndTheNextStartReplacesIt) {
+TEST_F(RestartTest, NextStartReplacesCrashSocket) {
   const std::string socket = driver_->socket_path();
   const std::string id = CreateVolume("pvc-crash", 8 * kMiB, MountCapability());
   driver_->Kill();
@@ -88,7 +88,7 @@ TEST_F(RestartTest, CrashLeavesTheSocketAndTheNextStartReplacesIt) {
   EXPECT_TRUE(controller_->ControllerGetVolume(NewContext().get(), get, &got).ok());
 }
 
-TEST_F(RestartTest, SigtermStopsCleanlyAndRemovesTheSocket) {
+TEST_F(RestartTest, SigtermRemovesTheSocket) {
   const std::string socket = driver_->socket_path();
   int status = driver_->Stop();
   EXPECT_TRUE(WIFEXITED(status));
@@ -97,13 +97,13 @@ TEST_F(RestartTest, SigtermStopsCleanlyAndRemovesTheSocket) {
   EXPECT_FALSE(gone.good());
 }
 
-TEST_F(RestartTest, SecondDriverOnTheSameStateDirRefusesToStart) {
+TEST_F(RestartTest, SecondDriverOnStateDirRefused) {
   DriverProcess second(PathIn("second.sock"), state_dir(), PathIn("second.log"), {});
   EXPECT_FALSE(second.Start());
   EXPECT_NE(second.Log().find("in use"), std::string::npos) << second.Log();
 }
 
-TEST_F(RestartTest, CorruptStateKeepsTheDriverFromStarting) {
+TEST_F(RestartTest, CorruptStateRefusesStart) {
   driver_->Stop();
   { std::ofstream(state_dir() + "/state.json") << "{ broken"; }
   DriverProcess broken(PathIn("other.sock"), state_dir(), PathIn("broken.log"), {});

@@ -61,7 +61,7 @@ class SwitchesTest : public DriverTest {
 
 class DefaultSwitchesTest : public SwitchesTest {};
 
-TEST_F(DefaultSwitchesTest, AdvertisesEverythingAndNodeInfoCarriesTopology) {
+TEST_F(DefaultSwitchesTest, AdvertisesEverything) {
   EXPECT_TRUE(Has(ControllerCaps(), ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME));
   EXPECT_TRUE(Has(ControllerCaps(), ControllerServiceCapability::RPC::EXPAND_VOLUME));
   EXPECT_TRUE(Has(ControllerCaps(), ControllerServiceCapability::RPC::CREATE_DELETE_SNAPSHOT));
@@ -87,7 +87,7 @@ class NoStageTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--no-stage-unstage"}; }
 };
 
-TEST_F(NoStageTest, PublishAttachesFormatsAndMountsAndLastUnpublishDetaches) {
+TEST_F(NoStageTest, LastUnpublishDetaches) {
   EXPECT_FALSE(Has(NodeCaps(), NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME));
   const VolumeCapability cap =
       MountCapability("", VolumeCapability::AccessMode::SINGLE_NODE_MULTI_WRITER);
@@ -117,7 +117,7 @@ class NoAttachTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--no-attach"}; }
 };
 
-TEST_F(NoAttachTest, NoControllerPublishAndNodeWorksWithoutPublishContext) {
+TEST_F(NoAttachTest, NodeWorksWithoutPublishContext) {
   EXPECT_FALSE(Has(ControllerCaps(), ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME));
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-noattach", 16 * kMiB, cap);
@@ -141,7 +141,7 @@ class NoExpandTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--no-expand"}; }
 };
 
-TEST_F(NoExpandTest, ExpansionIsNeitherAdvertisedNorServed) {
+TEST_F(NoExpandTest, NeitherAdvertisedNorServed) {
   EXPECT_FALSE(Has(ControllerCaps(), ControllerServiceCapability::RPC::EXPAND_VOLUME));
   EXPECT_FALSE(Has(NodeCaps(), NodeServiceCapability::RPC::EXPAND_VOLUME));
   EXPECT_FALSE(PluginExpands());
@@ -167,7 +167,7 @@ class NoMountStageTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--stage-without-mount"}; }
 };
 
-TEST_F(NoMountStageTest, StageLeavesNoMountAndPublishMountsDevice) {
+TEST_F(NoMountStageTest, PublishMountsTheDevice) {
   EXPECT_TRUE(Has(NodeCaps(), NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME));
   EXPECT_TRUE(Has(ControllerCaps(), ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME));
   const VolumeCapability cap = MountCapability();
@@ -231,7 +231,7 @@ TEST_F(NoMountStageTest, StageLeavesNoMountAndPublishMountsDevice) {
 
 // Growth in this shape, xfs (it grows online with CAP_SYS_ADMIN alone): through a writable
 // target even when the path the CO names is a read-only pod's target, mounted first.
-TEST_F(NoMountStageTest, ExpandGrowsThroughAWritableTarget) {
+TEST_F(NoMountStageTest, GrowsViaWritableTarget) {
   const VolumeCapability cap = MountCapability("xfs");
   const std::string id = CreateVolume("pvc-grow", 300 * kMiB, cap, {{"fsType", "xfs"}});
   const std::string staging = MakeDir("staging");
@@ -262,7 +262,7 @@ TEST_F(NoMountStageTest, ExpandGrowsThroughAWritableTarget) {
 
 // Staged and published nowhere, the staging path (an empty directory) still names the volume
 // for NodeExpandVolume: ext4 grows offline.
-TEST_F(NoMountStageTest, ExpandAtTheStagingPathGrowsOffline) {
+TEST_F(NoMountStageTest, GrowsOfflineAtStaging) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-grow-offline", 16 * kMiB, cap);
   const std::string staging = MakeDir("staging");
@@ -299,14 +299,14 @@ TEST_F(NoMountStageTest, ExpandAtTheStagingPathGrowsOffline) {
 }
 
 // Block in this shape: stage attaches, publish binds the device node.
-class NoMountStageNoAttachTest : public SwitchesTest {
+class NoMountNoAttachTest : public SwitchesTest {
  protected:
   std::vector<std::string> ExtraFlags() const override {
     return {"--stage-without-mount", "--no-attach"};
   }
 };
 
-TEST_F(NoMountStageNoAttachTest, BlockAndMountLifecycles) {
+TEST_F(NoMountNoAttachTest, BlockAndMount) {
   EXPECT_FALSE(Has(ControllerCaps(), ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME));
   EXPECT_TRUE(Has(NodeCaps(), NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME));
   MakeDir("pods");
@@ -341,7 +341,7 @@ class NoStageNoAttachTest : public SwitchesTest {
   }
 };
 
-TEST_F(NoStageNoAttachTest, PublishAloneServesTheVolume) {
+TEST_F(NoStageNoAttachTest, PublishAlone) {
   EXPECT_FALSE(Has(ControllerCaps(), ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME));
   EXPECT_FALSE(Has(NodeCaps(), NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME));
   const std::string id = CreateVolume("pvc-bare", 16 * kMiB, MountCapability());
@@ -365,7 +365,7 @@ class NoMountGroupTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--no-volume-mount-group"}; }
 };
 
-TEST_F(NoMountGroupTest, NotAdvertisedAndRefusedWhenSent) {
+TEST_F(NoMountGroupTest, RefusedWhenSent) {
   EXPECT_FALSE(Has(NodeCaps(), NodeServiceCapability::RPC::VOLUME_MOUNT_GROUP));
   VolumeCapability grouped = MountCapability();
   grouped.mutable_mount()->set_volume_mount_group("2000");
@@ -401,7 +401,7 @@ class ExtraNodeTest : public SwitchesTest {
   std::vector<std::string> ExtraFlags() const override { return {"--extra-node-id", "node-other"}; }
 };
 
-TEST_F(ExtraNodeTest, SingleNodeVolumePublishedToAnotherNodeIsFailedPrecondition) {
+TEST_F(ExtraNodeTest, SecondNodeIsFailedPrecondition) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-two-nodes", 8 * kMiB, cap);
   ControllerPublish(id, cap);
@@ -443,7 +443,7 @@ class TwoEndpointsTest : public SwitchesTest {
 
 // One process serving the CO's controller socket and kubelet's plugin socket shares one state,
 // so a volume created through one is staged through the other.
-TEST_F(TwoEndpointsTest, BothSocketsServeTheSameVolumes) {
+TEST_F(TwoEndpointsTest, BothSocketsServeOneState) {
   auto channel =
       grpc::CreateChannel("unix://" + second_socket(), grpc::InsecureChannelCredentials());
   auto second_controller = csi::v1::Controller::NewStub(channel);

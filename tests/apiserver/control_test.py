@@ -119,6 +119,16 @@ class StateFileTest(unittest.TestCase):
             self.assertEqual(events[0]["object"]["code"], 410)  # history is not kept
             api.close()
             server.stop()
+            # The journal was rewritten at start: one line per live object plus the counter.
+            with open(state) as f:
+                kinds = [json.loads(line)["op"] for line in f]
+            self.assertEqual(kinds.count("delete"), 0)
+            server = FakeApiServer(d, state_file=state, run_controllers=False).start()
+            api = Client(server.port, d)
+            self.assertEqual(len([p for p in api.get(PV)["items"]
+                                  if p["metadata"]["name"].startswith("state-")]), 2)
+            api.close()
+            server.stop()
         finally:
             shutil.rmtree(d, ignore_errors=True)
 

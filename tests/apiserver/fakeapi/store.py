@@ -30,6 +30,7 @@ class Store(object):
         self._journal = None
         if state_file:
             self._replay(state_file)
+            self._rewrite(state_file)
             self._journal = open(state_file, "a")
 
     # REQUIRES: lock held for every method below (callers take `store.lock`).
@@ -105,6 +106,21 @@ class Store(object):
             self._journal.write(json.dumps(entry, separators=(",", ":")) + "\n")
             self._journal.flush()
 
+    def _rewrite(self, path):
+        """Starts the journal afresh with one entry per live object (temp file + rename), so
+        replay time follows the state, not the history of every run before."""
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            for type_key in sorted(self._objects):
+                for key in sorted(self._objects[type_key]):
+                    obj = self._objects[type_key][key]
+                    f.write(json.dumps({"op": "put", "type": type_key,
+                                        "rv": int(obj["metadata"]["resourceVersion"]),
+                                        "object": obj}, separators=(",", ":")) + "\n")
+            # Keeps the revision counter even when the newest write was a delete.
+            f.write(json.dumps({"op": "rv", "rv": self._rv}) + "\n")
+        os.replace(tmp, path)
+
     def _replay(self, path):
         if not os.path.exists(path):
             return
@@ -117,6 +133,9 @@ class Store(object):
                     entry = json.loads(line)
                 except ValueError:
                     break  # a torn last line from a kill -9: everything before it stands
+                if entry["op"] == "rv":
+                    self._rv = max(self._rv, entry["rv"])
+                    continue
                 bucket = self._objects.setdefault(entry["type"], {})
                 if entry["op"] == "put":
                     meta = entry["object"]["metadata"]

@@ -1,13 +1,23 @@
-// translate_bench: how fast `flexcsi translate` turns a cluster dump into CSI.
+// translate_bench: how fast `flexcsi translate` turns a cluster dump into CSI, in how much memory.
 //
-// Builds a PersistentVolumeList of N mixed PVs (all eight in-tree plugins plus FlexVolume, with
-// labels and node affinity as real dumps have them) and reports, on one thread:
-//   library   Translator::TranslateInTreePVToCSI on already parsed objects
-//   command   RunTranslateCommand end to end: parse JSON text, translate, write JSON text
-// as PVs per second, and the process's peak RSS (getrusage) at the end.
+// Input: the realistic mixed PersistentVolumeList of generate_pv_list.h (written to a temporary
+// file, JSON and YAML), or any file given with --input. Reports, on one core:
+//   library  Translator::TranslateInTreePVToCSI on already parsed PVs, PVs per CPU second: the
+//            copying call (like csi-translation-lib, which deep-copies its argument) and the
+//            call that consumes its argument (what the command uses)
+//   command  the flexcsi-translate binary end to end (`to-csi pv --rules`, stdin from the file,
+//            stdout to /dev/null), pinned to CPU 0: wall and CPU seconds, and its peak RSS
+// for JSON and for YAML input.
 //
-// usage: translate_bench [--count N]   (default 50000)
+// usage: translate_bench [--count N] [--seed S] [--input FILE] [--rules FILE] [--binary PATH]
+//                        [--runs R] [--no-yaml]
+//   N defaults to 50000 (about 105 MB of JSON), R (command runs, best is kept) to 3. With
+//   --input, --rules names the FlexVolume rules (default: the generator's rules).
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,14 +25,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/generate_pv_list.h"
+#include "common/yaml_json.h"
 #include "translator/flexvolume_rules.h"
-#include "translator/translate_command.h"
 #include "translator/translator.h"
 
 namespace {
@@ -30,186 +42,197 @@ namespace {
 using flexcsi::translator::Translator;
 using nlohmann::json;
 
-json MakePV(int i) {
-  std::string n = std::to_string(i);
-  json pv = {{"apiVersion", "v1"},
-             {"kind", "PersistentVolume"},
-             {"metadata",
-              {{"name", "pv-" + n},
-               {"uid", "5f0c1f9e-0000-4000-8000-" + std::to_string(100000000000 + i)},
-               {"resourceVersion", n},
-               {"annotations", {{"pv.kubernetes.io/provisioned-by", "kubernetes.io/x"}}}}},
-             {"spec",
-              {{"capacity", {{"storage", "10Gi"}}},
-               {"accessModes", {"ReadWriteOnce"}},
-               {"persistentVolumeReclaimPolicy", "Delete"},
-               {"storageClassName", "standard"},
-               {"volumeMode", "Filesystem"},
-               {"claimRef",
-                {{"kind", "PersistentVolumeClaim"},
-                 {"namespace", "ns-" + std::to_string(i % 50)},
-                 {"name", "claim-" + n}}}}},
-             {"status", {{"phase", "Bound"}}}};
-  json& spec = pv["spec"];
-  json& labels = pv["metadata"]["labels"];
-  switch (i % 9) {
-    case 0:
-      spec["gcePersistentDisk"] = {{"pdName", "disk-" + n}, {"fsType", "ext4"}};
-      labels["topology.kubernetes.io/zone"] = "us-central1-a";
-      labels["topology.kubernetes.io/region"] = "us-central1";
-      break;
-    case 1:
-      spec["awsElasticBlockStore"] = {{"volumeID", "aws://us-east-1a/vol-" + n},
-                                      {"fsType", "ext4"}};
-      spec["nodeAffinity"] = {{"required",
-                               {{"nodeSelectorTerms",
-                                 {{{"matchExpressions",
-                                    {{{"key", "topology.kubernetes.io/zone"},
-                                      {"operator", "In"},
-                                      {"values", {"us-east-1a"}}},
-                                     {{"key", "topology.kubernetes.io/region"},
-                                      {"operator", "In"},
-                                      {"values", {"us-east-1"}}}}}}}}}}};
-      break;
-    case 2:
-      spec["azureDisk"] = {
-          {"diskName", "d" + n},
-          {"diskURI", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d" + n},
-          {"cachingMode", "ReadOnly"},
-          {"fsType", "ext4"},
-          {"kind", "Managed"}};
-      break;
-    case 3:
-      spec["azureFile"] = {{"secretName", "azure-storage-account-acct-secret"},
-                           {"shareName", "share-" + n}};
-      break;
-    case 4:
-      spec["cinder"] = {{"volumeID", "c-" + n}, {"fsType", "xfs"}};
-      labels["failure-domain.beta.kubernetes.io/zone"] = "nova";
-      break;
-    case 5:
-      spec["vsphereVolume"] = {{"volumePath", "[ds] kubevols/pv-" + n + ".vmdk"},
-                               {"fsType", "ext4"}};
-      break;
-    case 6:
-      spec["portworxVolume"] = {{"volumeID", "px-" + n}};
-      break;
-    case 7:
-      spec["rbd"] = {{"monitors", {"10.70.53.126:6789"}},
-                     {"image", "kubernetes-dynamic-pvc-" + n},
-                     {"pool", "replicapool"},
-                     {"secretRef", {{"name", "ceph"}, {"namespace", "default"}}}};
-      break;
-    default:
-      spec["flexVolume"] = {
-          {"driver", "acme/lvm"},
-          {"fsType", "ext4"},
-          {"options", {{"volumeID", "lv-" + n}, {"vg", "vg0"}, {"size", "10Gi"}}}};
-      break;
-  }
-  return pv;
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-const char kRules[] =
-    "{\"flexVolumeRules\":[{\"flexDriver\":\"acme/lvm\",\"csiDriver\":\"lvm.csi.acme.io\","
-    "\"volumeHandle\":{\"fromOption\":\"volumeID\"},\"attributes\":{\"rename\":{\"vg\":"
-    "\"volumeGroup\"}}}]}";
+void PinToCpu0() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(0, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
 
-// Wall-clock and CPU time of this process; on a shared machine CPU time is the one-core figure.
-struct Clock {
-  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
-  double cpu = CpuSeconds();
-
-  static double CpuSeconds() {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-  }
-  double WallElapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-  }
-  double CpuElapsed() const { return CpuSeconds() - cpu; }
+struct CommandRun {
+  int status = -1;
+  double wall = 0, cpu = 0;
+  long max_rss_kib = 0;
 };
 
-// An output stream that only counts bytes, so that the sink does not dominate peak RSS.
-class CountingBuf : public std::streambuf {
- public:
-  size_t bytes = 0;
-
- protected:
-  int overflow(int c) override {
-    if (c != EOF) ++bytes;
-    return c;
+// Runs `binary args...` with stdin from `input`, stdout to /dev/null, stderr to `err_path`,
+// pinned to CPU 0.
+CommandRun RunCommand(const std::string& binary, const std::vector<std::string>& args,
+                      const std::string& input, const std::string& err_path) {
+  CommandRun run;
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    PinToCpu0();
+    int in = open(input.c_str(), O_RDONLY);
+    int out = open("/dev/null", O_WRONLY);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0 || err < 0) _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
   }
-  std::streamsize xsputn(const char*, std::streamsize n) override {
-    bytes += static_cast<size_t>(n);
-    return n;
-  }
-};
-
-long PeakRssKiB() {
+  int raw = 0;
   struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;  // KiB on Linux
+  wait4(pid, &raw, 0, &usage);
+  run.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.cpu = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
+            usage.ru_stime.tv_usec / 1e6;
+  run.max_rss_kib = usage.ru_maxrss;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return run;
+}
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+long FileSize(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<long>(st.st_size) : -1;
+}
+
+// The PVs of a List file, parsed (the library figure starts from parsed objects).
+std::vector<json> LoadItems(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = flexcsi::ParseJsonText(text.str());
+  if (!doc.ok() || !doc->is_object() || !(*doc)["items"].is_array()) return {};
+  return (*doc)["items"].get<std::vector<json>>();
+}
+
+void ReportLibrary(const Translator& translator, const std::vector<json>& pvs) {
+  // Copying call: repeat until a second of CPU has passed, so the figure is steady.
+  size_t translated = 0, failed = 0;
+  double start = CpuSeconds(), elapsed = 0;
+  do {
+    for (const json& pv : pvs) {
+      auto out = translator.TranslateInTreePVToCSI(pv);
+      out.ok() ? ++translated : ++failed;
+    }
+    elapsed = CpuSeconds() - start;
+  } while (elapsed < 1.0);
+  std::printf("  library, copying call   : %9.0f PVs/s on one core (%zu PVs in %.2f s CPU, %zu failed)\n",
+              translated / elapsed, translated + failed, elapsed, failed);
+  // Consuming call: fresh copies each round, made outside the timed part.
+  size_t consumed = 0;
+  double timed = 0;
+  while (timed < 1.0) {
+    std::vector<json> copies = pvs;
+    double round = CpuSeconds();
+    for (json& pv : copies) {
+      auto out = translator.TranslateInTreePVToCSI(std::move(pv));
+      if (out.ok()) ++consumed;
+    }
+    timed += CpuSeconds() - round;
+  }
+  std::printf("  library, consuming call : %9.0f PVs/s on one core (%zu PVs in %.2f s CPU)\n",
+              consumed / timed, consumed, timed);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 50000;
+  uint64_t count = 50000, seed = 1;
+  int runs = 3;
+  bool yaml = true;
+  std::string input, rules_path, binary = FLEXCSI_TRANSLATE_BINARY;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--count") == 0 && i + 1 < argc) count = std::atoi(argv[++i]);
+    std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--count") {
+      count = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--seed") {
+      seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--input") {
+      input = value();
+    } else if (a == "--rules") {
+      rules_path = value();
+    } else if (a == "--binary") {
+      binary = value();
+    } else if (a == "--runs") {
+      runs = std::atoi(value().c_str());
+    } else if (a == "--no-yaml") {
+      yaml = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: translate_bench [--count N] [--seed S] [--input FILE] [--rules FILE] "
+                   "[--binary PATH] [--runs R] [--no-yaml]\n");
+      return 2;
+    }
   }
-  auto rules = flexcsi::translator::ParseFlexVolumeRulesText(kRules);
+  PinToCpu0();
+  const std::string tmp = "/tmp/translate_bench." + std::to_string(getpid());
+  std::vector<std::string> cleanup;
+  if (rules_path.empty()) {
+    rules_path = tmp + ".rules.json";
+    std::ofstream(rules_path) << flexcsi::bench::kFlexVolumeRulesJson << "\n";
+    cleanup.push_back(rules_path);
+  }
+  std::string json_path = input, yaml_path;
+  if (input.empty()) {
+    json_path = tmp + ".json";
+    std::ofstream out(json_path, std::ios::binary);
+    flexcsi::bench::WritePVList(out, seed, count, flexcsi::bench::ListFormat::kJson);
+    cleanup.push_back(json_path);
+    if (yaml) {
+      yaml_path = tmp + ".yaml";
+      std::ofstream y(yaml_path, std::ios::binary);
+      flexcsi::bench::WritePVList(y, seed, count, flexcsi::bench::ListFormat::kYaml);
+      cleanup.push_back(yaml_path);
+    }
+  }
+  auto rules = flexcsi::translator::LoadFlexVolumeRulesFile(rules_path);
   if (!rules.ok()) {
     std::fprintf(stderr, "rules: %s\n", rules.status().message().c_str());
     return 1;
   }
-  std::vector<json> pvs;
-  pvs.reserve(count);
-  for (int i = 0; i < count; ++i) pvs.push_back(MakePV(i));
-  long rss_inputs = PeakRssKiB();
-
   Translator translator(*rules);
-  size_t failed = 0;
-  Clock library;
-  for (const json& pv : pvs) {
-    auto out = translator.TranslateInTreePVToCSI(pv);
-    if (!out.ok()) ++failed;
+  std::vector<json> pvs = LoadItems(json_path);
+  std::printf("translate_bench: %zu PVs from %s (%.1f MB JSON)\n", pvs.size(),
+              input.empty() ? "generate_pv_list" : input.c_str(), FileSize(json_path) / 1e6);
+  if (pvs.empty()) {
+    std::fprintf(stderr, "no items in %s\n", json_path.c_str());
+    return 1;
   }
-  double library_wall = library.WallElapsed(), library_cpu = library.CpuElapsed();
+  ReportLibrary(translator, pvs);
+  pvs.clear();
+  pvs.shrink_to_fit();
 
-  json list = {{"apiVersion", "v1"}, {"kind", "PersistentVolumeList"}, {"items", std::move(pvs)}};
-  std::string text = list.dump();
-  list = json();
-  std::string rules_path = "/tmp/translate_bench_rules." + std::to_string(getpid()) + ".json";
-  if (FILE* f = std::fopen(rules_path.c_str(), "w")) {
-    std::fputs(kRules, f);
-    std::fclose(f);
+  bool ok = true;
+  std::vector<std::pair<std::string, std::string>> inputs = {{"JSON", json_path}};
+  if (!yaml_path.empty()) inputs.push_back({"YAML", yaml_path});
+  const std::string err_path = tmp + ".err";
+  cleanup.push_back(err_path);
+  for (const auto& [name, path] : inputs) {
+    CommandRun best;
+    for (int r = 0; r < runs; ++r) {
+      CommandRun run = RunCommand(binary, {"to-csi", "pv", "--rules", rules_path}, path, err_path);
+      if (r == 0 || run.wall < best.wall) best = run;
+      if (name == "YAML") break;  // slow; once is enough
+    }
+    std::printf("  command, %s in (%5.1f MB): %6.2f s wall, %6.2f s CPU, peak RSS %5.1f MiB, exit %d\n",
+                name.c_str(), FileSize(path) / 1e6, best.wall, best.cpu, best.max_rss_kib / 1024.0,
+                best.status);
+    std::printf("      %s\n", FirstLine(err_path).c_str());
+    ok = ok && best.status == 0;
   }
-  const size_t text_bytes = text.size();
-  std::istringstream in(std::move(text));
-  CountingBuf sink;
-  std::ostream out(&sink);
-  std::ostringstream err;
-  Clock command;
-  int status = flexcsi::translator::RunTranslateCommand({"to-csi", "pv", "--rules", rules_path}, in,
-                                                        out, err);
-  double command_wall = command.WallElapsed(), command_cpu = command.CpuElapsed();
-  std::remove(rules_path.c_str());
-
-  std::printf("translate_bench: %d mixed PVs (8 in-tree plugins + flexVolume), one thread\n",
-              count);
-  std::printf(
-      "  library  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; %zu failed)\n",
-      library_cpu, count / library_cpu, library_wall, count / library_wall, failed);
-  std::printf(
-      "  command  : %7.3f s CPU %10.0f PVs/s per core   (wall %.3f s, %.0f PVs/s; exit %d)\n",
-      command_cpu, count / command_cpu, command_wall, count / command_wall, status);
-  std::printf("             parse %zu MiB of JSON, translate, write %zu MiB of JSON\n",
-              text_bytes >> 20, sink.bytes >> 20);
-  std::printf("  peak RSS : %ld MiB (%ld MiB after building the inputs)\n", PeakRssKiB() / 1024,
-              rss_inputs / 1024);
-  std::printf("  %s", err.str().substr(0, err.str().find('\n') + 1).c_str());
-  return failed == 0 && status == 0 ? 0 : 1;
+  for (const std::string& path : cleanup) std::remove(path.c_str());
+  return ok ? 0 : 1;
 }

@@ -12,8 +12,11 @@
 #include "common/status.h"
 #include "translator/go_strings.h"
 #include "translator/json_fields.h"
-#include "translator/translator.h"
 #include "common/yaml_json.h"
+#include "translator/input_buffer.h"
+#include "translator/json_stream.h"
+#include "translator/translate_output.h"
+#include "translator/translator.h"
 
 namespace flexcsi {
 namespace translator {
@@ -36,6 +39,7 @@ struct Options {
   std::vector<std::string> files;
   std::string rules_file;
   std::string output;  // "", "yaml" or "json"
+  bool compact = false;  // JSON on one line
   std::optional<std::string> pod_namespace, plugin, driver, handle, node_id;
 };
 
@@ -98,6 +102,8 @@ Status ParseArgs(const std::vector<std::string>& args, Options* opts) {
         return InvalidArgument("unknown output format " + GoQuote(opts->output) +
                                " (want yaml or json)");
       }
+    } else if (arg == "--compact") {
+      opts->compact = true;
     } else if (arg == "-f" || arg == "--filename") {
       std::string file;
       FLEXCSI_RETURN_IF_ERROR(take_value(&file));
@@ -112,6 +118,9 @@ Status ParseArgs(const std::vector<std::string>& args, Options* opts) {
       return InvalidArgument("unknown flag " + arg);
     }
   }
+  if (opts->compact && opts->output == "yaml") {
+    return InvalidArgument("--compact writes JSON; it does not go with -o yaml");
+  }
   if (opts->verb == Verb::kRepairHandle) {
     if (!opts->driver || !opts->handle || !opts->node_id) {
       return InvalidArgument("repair-handle needs --driver, --handle and --node-id");
@@ -120,33 +129,18 @@ Status ParseArgs(const std::vector<std::string>& args, Options* opts) {
   return Status::Ok();
 }
 
-// One object read from the input, with where it came from for error reports.
-struct Document {
-  Json value;
-  bool is_list = false;
-};
-
-Status ReadText(const std::string& file, std::istream& in, std::string* text) {
-  std::ostringstream buffer;
-  if (file == "-") {
-    buffer << in.rdbuf();
-  } else {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return NotFound("cannot open " + file);
-    buffer << f.rdbuf();
-  }
-  *text = buffer.str();
-  return Status::Ok();
+bool IsListKind(const Json& kind) {
+  if (!kind.is_string()) return false;
+  const std::string& k = kind.get_ref<const std::string&>();
+  return k.size() >= 4 && k.compare(k.size() - 4, 4, "List") == 0;
 }
 
 bool IsList(const Json& doc) {
   if (!doc.is_object()) return false;
   auto kind = doc.find("kind");
   auto items = doc.find("items");
-  if (kind == doc.end() || !kind->is_string() || items == doc.end()) return false;
-  const std::string& k = kind->get_ref<const std::string&>();
-  return k.size() >= 4 && k.compare(k.size() - 4, 4, "List") == 0 &&
-         (items->is_array() || items->is_null());
+  if (kind == doc.end() || items == doc.end()) return false;
+  return IsListKind(*kind) && (items->is_array() || items->is_null());
 }
 
 std::string KindOf(const Json& obj) {
@@ -174,88 +168,41 @@ struct Summary {
   std::map<std::string, std::map<Outcome, size_t>> by_plugin;
 };
 
+// The translation of one object, whichever verb. Objects are consumed: what needs no
+// translation is moved to the output, what does is translated without a copy.
 class Command {
  public:
-  Command(const Options& opts, Translator translator, std::ostream& err, bool progress)
-      : opts_(opts), translator_(std::move(translator)), err_(err), progress_(progress) {}
+  Command(const Options& opts, const Translator& translator)
+      : opts_(opts), translator_(translator) {}
 
   // Translates one object. Returns the objects to output in its place (none, one, or several
   // for a Pod's volumes). `batch` decides whether objects that need no translation are an error.
-  StatusOr<std::vector<Json>> TranslateObject(const Json& obj, bool batch) {
+  StatusOr<std::vector<Json>> TranslateObject(Json&& obj, bool batch) {
+    last_plugin_.clear();
     switch (opts_.verb) {
       case Verb::kPVToCsi:
-        return PVToCsi(obj, batch);
+        return PVToCsi(std::move(obj), batch);
       case Verb::kPVToInTree:
-        return PVToInTree(obj, batch);
+        return PVToInTree(std::move(obj), batch);
       case Verb::kStorageClassToCsi:
-        return StorageClassToCsi(obj, batch);
+        return StorageClassToCsi(std::move(obj), batch);
       case Verb::kInlineToCsi:
-        return InlineToCsi(obj, batch);
+        return InlineToCsi(std::move(obj), batch);
       default:
         return Internal("not an object command");
     }
   }
 
-  // Translates every element of `items` (an array) in place; failures are reported and
-  // counted, not fatal, and left out. Each input element is released as soon as it has been
-  // translated, so a large dump is not held twice.
-  void TranslateItems(Json& items) {
-    Json translated = Json::array();
-    const size_t total = items.size();
-    for (size_t i = 0; i < total; ++i) {
-      Json& item = items[i];
-      last_plugin_.clear();
-      StatusOr<std::vector<Json>> result = TranslateObject(item, true);
-      std::string plugin = last_plugin_.empty() ? "-" : last_plugin_;
-      if (!result.ok()) {
-        ++summary_.failed;
-        ++summary_.by_plugin[plugin][Outcome::kFailed];
-        std::string kind = KindOf(item).empty() ? "object" : KindOf(item);
-        err_ << "error: " << kind << " " << GoQuote(NameOf(item)) << " (item " << i + 1
-             << "): " << result.status().message() << "\n";
-      } else {
-        Outcome outcome = last_outcome_;
-        if (outcome == Outcome::kTranslated) {
-          ++summary_.translated;
-        } else {
-          ++summary_.unchanged;
-        }
-        ++summary_.by_plugin[plugin][outcome];
-        for (Json& j : *result) translated.push_back(std::move(j));
-      }
-      item = nullptr;
-      if (progress_ && total >= kProgressThreshold && (i + 1) % 500 == 0) {
-        err_ << "\rtranslating: " << i + 1 << "/" << total << std::flush;
-      }
-    }
-    if (progress_ && total >= kProgressThreshold) err_ << "\r\033[K" << std::flush;
-    items = std::move(translated);
-  }
-
-  void PrintSummary() {
-    err_ << "summary: " << summary_.translated << " translated, " << summary_.unchanged
-         << " unchanged, " << summary_.failed << " failed\n";
-    for (const auto& [plugin, counts] : summary_.by_plugin) {
-      if (plugin == "-") continue;
-      err_ << "  " << plugin << ":";
-      const char* sep = " ";
-      for (const auto& [outcome, n] : counts) {
-        err_ << sep << n
-             << (outcome == Outcome::kTranslated  ? " translated"
-                 : outcome == Outcome::kUnchanged ? " unchanged"
-                                                  : " failed");
-        sep = ", ";
-      }
-      err_ << "\n";
-    }
-  }
-
-  const Summary& summary() const { return summary_; }
+  // The plugin the last TranslateObject was about ("-" for none) and what became of it.
+  std::string last_plugin() const { return last_plugin_.empty() ? "-" : last_plugin_; }
+  Outcome last_outcome() const { return last_outcome_; }
 
  private:
-  std::vector<Json> Unchanged(const Json& obj) {
+  std::vector<Json> Unchanged(Json&& obj) {
     last_outcome_ = Outcome::kUnchanged;
-    return {obj};
+    std::vector<Json> out;
+    out.push_back(std::move(obj));
+    return out;
   }
   std::vector<Json> Translated(Json obj) {
     last_outcome_ = Outcome::kTranslated;
@@ -274,13 +221,16 @@ class Command {
   }
 
   static bool HasKind(const Json& obj, const char* kind) {
-    std::string k = KindOf(obj);
-    return obj.is_object() && (k.empty() || k == kind);
+    if (!obj.is_object()) return false;
+    auto k = obj.find("kind");
+    if (k == obj.end() || !k->is_string()) return true;
+    const std::string& name = k->get_ref<const std::string&>();
+    return name.empty() || name == kind;
   }
 
-  StatusOr<std::vector<Json>> PVToCsi(const Json& obj, bool batch) {
+  StatusOr<std::vector<Json>> PVToCsi(Json&& obj, bool batch) {
     if (!HasKind(obj, "PersistentVolume")) {
-      if (batch) return Unchanged(obj);
+      if (batch) return Unchanged(std::move(obj));
       return WrongKind(obj, "PersistentVolume");
     }
     StatusOr<std::string> plugin = translator_.GetInTreePluginNameFromSpec(&obj, nullptr);
@@ -290,8 +240,8 @@ class Command {
     if (is_flex && !plugin.ok()) last_plugin_ = "flexVolume";
     // In a dump, volumes no plugin handles (hostPath, nfs, csi, ...) need nothing; a
     // flexVolume without a rule is a volume the user wants migrated and cannot be.
-    if (batch && !plugin.ok() && !is_flex) return Unchanged(obj);
-    StatusOr<Json> pv = translator_.TranslateInTreePVToCSI(obj);
+    if (batch && !plugin.ok() && !is_flex) return Unchanged(std::move(obj));
+    StatusOr<Json> pv = translator_.TranslateInTreePVToCSI(std::move(obj));
     if (!pv.ok()) {
       if (is_flex && translator_.flexvolume_rules().empty()) {
         return InvalidArgument(pv.status().message() + " (flexVolume needs --rules)");
@@ -301,9 +251,9 @@ class Command {
     return Translated(std::move(*pv));
   }
 
-  StatusOr<std::vector<Json>> PVToInTree(const Json& obj, bool batch) {
+  StatusOr<std::vector<Json>> PVToInTree(Json&& obj, bool batch) {
     if (!HasKind(obj, "PersistentVolume")) {
-      if (batch) return Unchanged(obj);
+      if (batch) return Unchanged(std::move(obj));
       return WrongKind(obj, "PersistentVolume");
     }
     const Json* spec = FindField(obj, "spec");
@@ -312,18 +262,18 @@ class Command {
     if (driver != nullptr && driver->is_string()) {
       StatusOr<std::string> name = translator_.GetInTreeNameFromCSIName(driver->get<std::string>());
       if (name.ok()) last_plugin_ = *name;
-      if (batch && !name.ok()) return Unchanged(obj);
+      if (batch && !name.ok()) return Unchanged(std::move(obj));
     } else if (batch) {
-      return Unchanged(obj);
+      return Unchanged(std::move(obj));
     }
-    StatusOr<Json> pv = translator_.TranslateCSIPVToInTree(obj);
+    StatusOr<Json> pv = translator_.TranslateCSIPVToInTree(std::move(obj));
     if (!pv.ok()) return pv.status();
     return Translated(std::move(*pv));
   }
 
-  StatusOr<std::vector<Json>> StorageClassToCsi(const Json& obj, bool batch) {
+  StatusOr<std::vector<Json>> StorageClassToCsi(Json&& obj, bool batch) {
     if (!HasKind(obj, "StorageClass")) {
-      if (batch) return Unchanged(obj);
+      if (batch) return Unchanged(std::move(obj));
       return WrongKind(obj, "StorageClass");
     }
     std::string plugin;
@@ -336,7 +286,9 @@ class Command {
         plugin = provisioner->get<std::string>();
       if (plugin.empty())
         return InvalidArgument("no --plugin given and the class has no provisioner");
-      if (batch && !translator_.IsMigratableIntreePluginByName(plugin)) return Unchanged(obj);
+      if (batch && !translator_.IsMigratableIntreePluginByName(plugin)) {
+        return Unchanged(std::move(obj));
+      }
     }
     last_plugin_ = plugin;
     StatusOr<Json> sc = translator_.TranslateInTreeStorageClassToCSI(plugin, obj);
@@ -344,7 +296,7 @@ class Command {
     return Translated(std::move(*sc));
   }
 
-  StatusOr<std::vector<Json>> InlineToCsi(const Json& obj, bool batch) {
+  StatusOr<std::vector<Json>> InlineToCsi(Json&& obj, bool batch) {
     if (KindOf(obj) == "Pod") return PodVolumesToCsi(obj);
     if (!obj.is_object() || !KindOf(obj).empty()) {
       if (batch) {
@@ -393,32 +345,399 @@ class Command {
   }
 
   const Options& opts_;
-  Translator translator_;
-  std::ostream& err_;
-  bool progress_;
-  Summary summary_;
+  const Translator& translator_;
   std::string last_plugin_;
   Outcome last_outcome_ = Outcome::kTranslated;
 };
 
-// Streams pretty JSON without building the whole text first. Text parsed from JSON is valid
-// UTF-8 and can be streamed; values from YAML may not be, and are dumped with replacement.
-void WriteJson(std::ostream& out, const Json& value, bool valid_utf8) {
-  if (valid_utf8) {
-    out << std::setw(2) << value << "\n";
-  } else {
-    out << value.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
-  }
-}
+// Marks the Status of a streamed list that turned out not to be one (see Session).
+const char kNotStreamable[] = "cannot translate this input as a stream: ";
 
-std::string Render(const Json& value, bool yaml) {
-  if (yaml) return JsonToYaml(value);
+std::string Render(const Json& value, OutputFormat format) {
+  if (format == OutputFormat::kYaml) return JsonToYaml(value);
+  if (format == OutputFormat::kJsonCompact) {
+    return value.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
   return value.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 int Fail(std::ostream& err, const Status& status) {
   err << "error: " << status.message() << "\n";
   return 1;
+}
+
+// The documents of every input, translated and written as they arrive. A document is one
+// object, a List (items translated one by one), or an array (the same). Lists are streamed:
+// their items are translated while the input is read, keeping one item in memory.
+//
+// The first document is held untranslated until a second one arrives: a lone object is
+// translated all or nothing (an error is the command's error), objects among others are
+// translated like list items (an error is reported and the rest goes on).
+class Session : public JsonStreamHandler {
+ public:
+  Session(const Options& opts, const Translator& translator, TranslateOutput& output,
+          std::ostream& err, bool progress)
+      : opts_(opts), command_(opts, translator), output_(output), err_(err),
+        progress_(progress) {}
+
+  // The input being read, so that it is dropped as the output is released.
+  void set_input(InputBuffer* input) {
+    input_ = input;
+    if (input_ != nullptr) input_->SetRetain(output_.holding());
+  }
+
+  // ---- Whole documents ----
+  Status OnDocument(Json doc) override {
+    ++documents_;
+    if (documents_ == 1 && !IsList(doc) && !doc.is_array()) {
+      first_ = std::move(doc);
+      has_first_ = true;
+      return Status::Ok();
+    }
+    FLEXCSI_RETURN_IF_ERROR(ReleaseFirst());
+    if (doc.is_array()) {
+      FLEXCSI_RETURN_IF_ERROR(output_.BeginArray());
+      BeginItems(doc.size());
+      for (Json& item : doc) TranslateItem(std::move(item), true);
+      EndItems();
+      return output_.EndArray();
+    }
+    if (IsList(doc)) {
+      Json items = std::move(doc["items"]);
+      doc.erase("items");
+      if (items.is_null()) items = Json::array();
+      Json head(Json::value_t::object), tail(Json::value_t::object);
+      SplitAroundItems(std::move(doc), &head, &tail);
+      FLEXCSI_RETURN_IF_ERROR(output_.BeginList(head));
+      BeginItems(items.size());
+      for (Json& item : items) TranslateItem(std::move(item), true);
+      EndItems();
+      // A list of pods becomes a list of PVs.
+      if (opts_.verb == Verb::kInlineToCsi) tail["kind"] = "List";
+      return output_.EndList(tail);
+    }
+    items_total_ = 1;
+    item_index_ = 0;
+    TranslateItem(std::move(doc), false);
+    return Status::Ok();
+  }
+
+  // ---- Streamed documents ----
+  Status OnArrayBegin() override {
+    ++documents_;
+    FLEXCSI_RETURN_IF_ERROR(ReleaseFirst());
+    FLEXCSI_RETURN_IF_ERROR(output_.BeginArray());
+    BeginItems(0);
+    return Status::Ok();
+  }
+  Status OnArrayEnd() override {
+    EndItems();
+    return output_.EndArray();
+  }
+  bool ShouldStreamItems(const Json& head) override {
+    // Stream unless the keys so far already say it is no List (it then arrives whole).
+    if (head.contains("items")) return false;
+    auto kind = head.find("kind");
+    return kind == head.end() || IsListKind(*kind);
+  }
+  Status OnListBegin(Json head) override {
+    ++documents_;
+    FLEXCSI_RETURN_IF_ERROR(ReleaseFirst());
+    Json before(Json::value_t::object);
+    list_after_ = Json(Json::value_t::object);
+    SplitAroundItems(std::move(head), &before, &list_after_);
+    FLEXCSI_RETURN_IF_ERROR(output_.BeginList(before));
+    BeginItems(0);
+    return Status::Ok();
+  }
+  Status OnItem(Json item) override {
+    TranslateItem(std::move(item), true);
+    if (input_ != nullptr && output_.holding()) {
+      output_.MaybeRelease(input_->size());
+      if (!output_.holding()) input_->SetRetain(false);
+    }
+    return Status::Ok();
+  }
+  Status OnListEnd(Json tail) override {
+    EndItems();
+    // The keys after the items were not known when the list began: they must neither come
+    // before "items" in the output nor say that this is not a List after all.
+    for (auto it = tail.begin(); it != tail.end(); ++it) {
+      if (it.key() <= "items") {
+        return FailedPrecondition(std::string(kNotStreamable) + "key " + GoQuote(it.key()) +
+                                  " follows the items of a list");
+      }
+      list_after_[it.key()] = std::move(*it);
+    }
+    auto kind = list_after_.find("kind");
+    if (kind == list_after_.end() || !IsListKind(*kind)) {
+      return FailedPrecondition(std::string(kNotStreamable) +
+                                "an object with an items array is not a List");
+    }
+    if (opts_.verb == Verb::kInlineToCsi) list_after_["kind"] = "List";
+    return output_.EndList(list_after_);
+  }
+
+  // After the last input: the lone first document, if that is all there was.
+  // Returns the exit status.
+  int Finish(std::ostream& out) {
+    if (documents_ == 0) return Fail(err_, InvalidArgument("no object in the input"));
+    if (documents_ == 1 && has_first_) {
+      // One plain object: all or nothing.
+      const bool pod = KindOf(first_) == "Pod";
+      StatusOr<std::vector<Json>> result = command_.TranslateObject(std::move(first_), false);
+      if (!result.ok()) return Fail(err_, result.status());
+      if (result->size() == 1 && !pod) {
+        out << Render((*result)[0], output_format_);
+      } else {
+        out << Render(Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", *result}},
+                      output_format_);
+      }
+      return 0;
+    }
+    output_.Finish();
+    PrintSummary();
+    return summary_.failed > 0 ? 2 : 0;
+  }
+
+  void set_output_format(OutputFormat format) { output_format_ = format; }
+
+ private:
+  Status ReleaseFirst() {
+    if (!has_first_) return Status::Ok();
+    has_first_ = false;
+    items_total_ = 1;
+    item_index_ = 0;
+    TranslateItem(std::move(first_), false);
+    first_ = Json();
+    return Status::Ok();
+  }
+
+  // Output order is key order: members before "items" open the list, the others close it.
+  static void SplitAroundItems(Json members, Json* before, Json* after) {
+    for (auto it = members.begin(); it != members.end(); ++it) {
+      (it.key() < "items" ? *before : *after)[it.key()] = std::move(*it);
+    }
+  }
+
+  // `total` is 0 when unknown (streamed).
+  void BeginItems(size_t total) {
+    items_total_ = total;
+    item_index_ = 0;
+    progress_shown_ = false;
+  }
+  void EndItems() {
+    if (progress_shown_) err_ << "\r\033[K" << std::flush;
+  }
+
+  // Translates item number item_index_+1 of the current list (or a lone document), reports a
+  // failure, counts it, and hands the result to the output.
+  void TranslateItem(Json item, bool in_list) {
+    const size_t index = ++item_index_;
+    // The error line names the object; translation consumes it, so take the names first.
+    std::string kind = KindOf(item), name = NameOf(item);
+    StatusOr<std::vector<Json>> result = command_.TranslateObject(std::move(item), true);
+    const std::string plugin = command_.last_plugin();
+    if (!result.ok()) {
+      ++summary_.failed;
+      ++summary_.by_plugin[plugin][Outcome::kFailed];
+      output_.ItemError("error: " + (kind.empty() ? std::string("object") : kind) + " " +
+                        GoQuote(name) + " (item " + std::to_string(index) +
+                        "): " + result.status().message() + "\n");
+    } else {
+      Outcome outcome = command_.last_outcome();
+      if (outcome == Outcome::kTranslated) {
+        ++summary_.translated;
+      } else {
+        ++summary_.unchanged;
+      }
+      ++summary_.by_plugin[plugin][outcome];
+      for (Json& j : *result) {
+        if (in_list) {
+          output_.AddItem(std::move(j));
+        } else {
+          Status s = output_.AddObject(std::move(j));
+          if (!s.ok()) deferred_error_ = s;
+        }
+      }
+    }
+    ShowProgress(index);
+  }
+
+  // A terminal sees how far a long list has come: every 500 items from 1000 on (of a known
+  // total, or of a streamed list whose length is not known yet).
+  void ShowProgress(size_t done) {
+    if (!progress_ || done % 500 != 0) return;
+    if (items_total_ != 0) {
+      if (items_total_ < kProgressThreshold) return;
+      err_ << "\rtranslating: " << done << "/" << items_total_ << std::flush;
+    } else {
+      if (done < kProgressThreshold) return;
+      err_ << "\rtranslating: " << done << std::flush;
+    }
+    progress_shown_ = true;
+  }
+
+  void PrintSummary() {
+    err_ << "summary: " << summary_.translated << " translated, " << summary_.unchanged
+         << " unchanged, " << summary_.failed << " failed\n";
+    for (const auto& [plugin, counts] : summary_.by_plugin) {
+      if (plugin == "-") continue;
+      err_ << "  " << plugin << ":";
+      const char* sep = " ";
+      for (const auto& [outcome, n] : counts) {
+        err_ << sep << n
+             << (outcome == Outcome::kTranslated  ? " translated"
+                 : outcome == Outcome::kUnchanged ? " unchanged"
+                                                  : " failed");
+        sep = ", ";
+      }
+      err_ << "\n";
+    }
+  }
+
+ public:
+  // An output error from a lone object's translation (AddObject cannot return it there).
+  Status deferred_error() const { return deferred_error_; }
+
+ private:
+  const Options& opts_;
+  Command command_;
+  TranslateOutput& output_;
+  std::ostream& err_;
+  const bool progress_;
+  OutputFormat output_format_ = OutputFormat::kJson;
+  InputBuffer* input_ = nullptr;
+  Summary summary_;
+  size_t documents_ = 0;
+  Json first_;
+  bool has_first_ = false;
+  Json list_after_;
+  size_t items_total_ = 0, item_index_ = 0;
+  bool progress_shown_ = false;
+  Status deferred_error_;
+};
+
+// Whether an input is JSON (its first non-blank byte is '{' or '['), looked at before anything
+// is translated because JSON output needs every input to be JSON.
+struct InputKind {
+  bool json = false;
+};
+
+bool StartsLikeJson(InputBuffer& input) {
+  size_t i = 0;
+  for (;;) {
+    for (; i < input.size(); ++i) {
+      const char c = input.window()[i];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+      return c == '{' || c == '[';
+    }
+    if (!input.Fill(i + 1)) return false;
+  }
+}
+
+// Reads all of `input` (what is in the window and the rest) as text.
+std::string AllText(InputBuffer& input) {
+  while (input.Fill(input.end() + 1)) {
+  }
+  return std::string(input.window(), input.size());
+}
+
+// Translates the inputs. `whole` parses each input completely before translating (what a
+// streamed list that was not one falls back to). Returns the exit status.
+int TranslateInputs(const Options& opts, const Translator& translator, InputBuffer& stdin_input,
+                    const std::string* stdin_text, OutputFormat format, bool whole,
+                    std::ostream& out, std::ostream& err, bool progress, bool* retry_whole) {
+  TranslateOutput output(out, err, format);
+  Session session(opts, translator, output, err, progress);
+  session.set_output_format(format);
+  bool stdin_used = false;
+  for (const std::string& file : opts.files) {
+    const std::string where = file == "-" ? "stdin" : file;
+    std::unique_ptr<std::ifstream> stream;
+    std::unique_ptr<InputBuffer> file_input;
+    InputBuffer* input = &stdin_input;
+    std::string text;
+    if (file == "-") {
+      // Only the first "-" sees stdin; it is read to its end.
+      if (stdin_used) {
+        input = nullptr;
+      } else if (stdin_text != nullptr) {
+        text = *stdin_text;
+        input = nullptr;
+      }
+      stdin_used = true;
+    } else {
+      stream = std::make_unique<std::ifstream>(file, std::ios::binary);
+      if (!*stream) {
+        output.DropHeld();
+        return Fail(err, NotFound("cannot open " + file));
+      }
+      file_input = std::make_unique<InputBuffer>(*stream);
+      input = file_input.get();
+    }
+    const bool json = input != nullptr ? StartsLikeJson(*input) : LooksLikeJson(text);
+    Status status;
+    if (json && input != nullptr && !whole) {
+      session.set_input(input);
+      status = StreamJsonDocument(*input, session);
+      session.set_input(nullptr);
+    } else {
+      if (input != nullptr) text = AllText(*input);
+      if (json) {
+        StatusOr<Json> doc = ParseJsonText(text);
+        status = doc.ok() ? session.OnDocument(std::move(*doc)) : doc.status();
+      } else {
+        StatusOr<std::vector<Json>> docs = ParseYamlDocuments(text);
+        if (!docs.ok()) {
+          status = docs.status();
+        } else {
+          for (Json& d : *docs) {
+            status = session.OnDocument(std::move(d));
+            if (!status.ok()) break;
+          }
+        }
+      }
+    }
+    if (status.ok()) status = session.deferred_error();
+    if (!status.ok()) {
+      const bool not_streamable = status.code() == Code::kFailedPrecondition &&
+                                  StartsWith(status.message(), kNotStreamable);
+      if (not_streamable && output.holding() && retry_whole != nullptr) {
+        // Nothing written yet: translate everything again, parsed whole.
+        output.DropHeld();
+        *retry_whole = true;
+        return 1;
+      }
+      if (output.holding()) output.DropHeld();
+      return Fail(err, status.WithContext(where));
+    }
+  }
+  return session.Finish(out);
+}
+
+// Decides the output format before anything is read but the first bytes of each input: JSON
+// output needs every input to be JSON.
+StatusOr<OutputFormat> ChooseFormat(const Options& opts, InputBuffer& stdin_input) {
+  if (opts.compact) return OutputFormat::kJsonCompact;
+  if (opts.output == "yaml") return OutputFormat::kYaml;
+  if (opts.output == "json") return OutputFormat::kJson;
+  bool stdin_seen = false;
+  for (const std::string& file : opts.files) {
+    bool json;
+    if (file == "-") {
+      // A second "-" finds stdin already read: an empty text, which is not JSON.
+      json = !stdin_seen && StartsLikeJson(stdin_input);
+      stdin_seen = true;
+    } else {
+      std::ifstream stream(file, std::ios::binary);
+      if (!stream) return OutputFormat::kJson;  // reported when the file's turn comes
+      InputBuffer peek(stream);
+      json = StartsLikeJson(peek);
+    }
+    if (!json) return OutputFormat::kYaml;
+  }
+  return OutputFormat::kJson;
 }
 
 int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
@@ -441,13 +760,15 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     rules = std::move(*loaded);
   }
   Translator translator(std::move(rules));
-  bool yaml_out = opts.output == "yaml";
+  const OutputFormat simple_format =
+      opts.compact ? OutputFormat::kJsonCompact
+                   : (opts.output == "yaml" ? OutputFormat::kYaml : OutputFormat::kJson);
 
   if (opts.verb == Verb::kRepairHandle) {
     StatusOr<std::string> handle =
         translator.RepairVolumeHandle(*opts.driver, *opts.handle, *opts.node_id);
     if (!handle.ok()) return Fail(err, handle.status());
-    out << Render(Json{{"volumeHandle", *handle}}, yaml_out);
+    out << Render(Json{{"volumeHandle", *handle}}, simple_format);
     return 0;
   }
   if (opts.verb == Verb::kNames) {
@@ -469,82 +790,25 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
         result.push_back(Json{{"flexDriver", r.flex_driver}, {"csiDriverName", r.csi_driver}});
       }
     }
-    out << Render(result, yaml_out);
+    out << Render(result, simple_format);
     return 0;
   }
 
-  // Read every input into documents.
   if (opts.files.empty()) opts.files.push_back("-");
-  std::vector<Json> docs;
-  bool all_json = true;
-  for (const std::string& file : opts.files) {
-    std::string text;
-    Status read = ReadText(file, in, &text);
-    if (!read.ok()) return Fail(err, read);
-    std::string where = file == "-" ? "stdin" : file;
-    if (LooksLikeJson(text)) {
-      StatusOr<Json> doc = ParseJsonText(text);
-      if (!doc.ok()) return Fail(err, doc.status().WithContext(where));
-      docs.push_back(std::move(*doc));
-    } else {
-      all_json = false;
-      StatusOr<std::vector<Json>> parsed_docs = ParseYamlDocuments(text);
-      if (!parsed_docs.ok()) return Fail(err, parsed_docs.status().WithContext(where));
-      for (Json& d : *parsed_docs) docs.push_back(std::move(d));
-    }
-  }
-  if (opts.output.empty()) yaml_out = !all_json;
-  if (docs.empty()) return Fail(err, InvalidArgument("no object in the input"));
-
-  Command command(opts, std::move(translator), err, progress);
-  // One plain object: all or nothing.
-  if (docs.size() == 1 && !IsList(docs[0]) && !docs[0].is_array()) {
-    StatusOr<std::vector<Json>> result = command.TranslateObject(docs[0], false);
-    if (!result.ok()) return Fail(err, result.status());
-    if (result->size() == 1 && KindOf(docs[0]) != "Pod") {
-      out << Render((*result)[0], yaml_out);
-    } else {
-      out << Render(Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", *result}}, yaml_out);
-    }
-    return 0;
-  }
-
-  // Lists, arrays and several documents: translate what can be, report the rest. Documents
-  // are rewritten in place.
-  std::vector<Json> outputs;
-  for (Json& doc : docs) {
-    if (doc.is_array()) {
-      command.TranslateItems(doc);
-      outputs.push_back(std::move(doc));
-    } else if (IsList(doc)) {
-      Json& items = doc["items"];
-      if (items.is_null()) items = Json::array();
-      command.TranslateItems(items);
-      // A list of pods becomes a list of PVs.
-      if (opts.verb == Verb::kInlineToCsi) doc["kind"] = "List";
-      outputs.push_back(std::move(doc));
-    } else {
-      Json single = Json::array();
-      single.push_back(std::move(doc));
-      command.TranslateItems(single);
-      for (Json& t : single) outputs.push_back(std::move(t));
-    }
-  }
-  docs.clear();
-  if (yaml_out) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (i > 0 || outputs.size() > 1) out << "---\n";
-      out << JsonToYaml(outputs[i]);
-    }
-  } else if (outputs.size() == 1) {
-    WriteJson(out, outputs[0], all_json);
-  } else {
-    WriteJson(out,
-              Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", Json(std::move(outputs))}},
-              all_json);
-  }
-  command.PrintSummary();
-  return command.summary().failed > 0 ? 2 : 0;
+  InputBuffer stdin_input(in);
+  StatusOr<OutputFormat> format = ChooseFormat(opts, stdin_input);
+  if (!format.ok()) return Fail(err, format.status());
+  bool retry_whole = false;
+  // Held from the start so that, if a streamed list turns out not to be one, all of stdin can
+  // be read again; released as soon as the output is.
+  stdin_input.SetRetain(true);
+  int status = TranslateInputs(opts, translator, stdin_input, nullptr, *format, false, out, err,
+                               progress, &retry_whole);
+  if (!retry_whole) return status;
+  std::string stdin_text;
+  if (stdin_input.begin() == 0) stdin_text = AllText(stdin_input);
+  return TranslateInputs(opts, translator, stdin_input, &stdin_text, *format, true, out, err,
+                         progress, nullptr);
 }
 
 }  // namespace

@@ -88,21 +88,29 @@ const FlexVolumeRule* Translator::FlexRuleForPV(const Json& pv) const {
 
 StatusOr<Json> Translator::TranslateInTreePVToCSI(const Json& pv) const {
   if (pv.is_null()) return InvalidArgument("persistent volume was nil");
+  return PVToCsi(pv);
+}
+
+StatusOr<Json> Translator::TranslateInTreePVToCSI(Json&& pv) const {
+  if (pv.is_null()) return InvalidArgument("persistent volume was nil");
+  return PVToCsi(std::move(pv));
+}
+
+StatusOr<Json> Translator::PVToCsi(Json pv) const {
   return Guarded([&]() -> StatusOr<Json> {
     RequireObject(pv, "persistent volume");
-    Json copy = pv;
-    if (const InTreePlugin* plugin = PluginForPV(copy)) {
-      Status s = plugin->TranslatePVToCsi(copy);
+    if (const InTreePlugin* plugin = PluginForPV(pv)) {
+      Status s = plugin->TranslatePVToCsi(pv);
       if (!s.ok()) return s;
-      return copy;
+      return std::move(pv);
     }
-    if (!rules_.empty() && FlexSourceOfPV(copy) != nullptr) {
-      Status s = TranslateFlexVolumePVToCsi(rules_, copy);
+    if (!rules_.empty() && FlexSourceOfPV(pv) != nullptr) {
+      Status s = TranslateFlexVolumePVToCsi(rules_, pv);
       if (!s.ok()) return s;
-      return copy;
+      return std::move(pv);
     }
     return InvalidArgument("could not find in-tree plugin translation logic for " +
-                           GoQuote(PVName(copy)));
+                           GoQuote(PVName(pv)));
   });
 }
 
@@ -129,21 +137,28 @@ StatusOr<Json> Translator::TranslateInTreeInlineVolumeToCSI(
 }
 
 StatusOr<Json> Translator::TranslateCSIPVToInTree(const Json& pv) const {
+  return CsiPVToInTree(pv);
+}
+
+StatusOr<Json> Translator::TranslateCSIPVToInTree(Json&& pv) const {
+  return CsiPVToInTree(std::move(pv));
+}
+
+StatusOr<Json> Translator::CsiPVToInTree(Json pv) const {
   return Guarded([&]() -> StatusOr<Json> {
     const Json* spec = pv.is_object() ? ObjectField(pv, "spec", "") : nullptr;
     const Json* csi = spec == nullptr ? nullptr : ObjectField(*spec, "csi", "spec");
     if (csi == nullptr) return InvalidArgument("CSI persistent volume was nil");
     std::string driver = StringField(*csi, "driver", "spec.csi");
-    Json copy = pv;
     if (const InTreePlugin* plugin = PluginForCsiDriver(driver)) {
-      Status s = plugin->TranslateCsiPVToInTree(copy);
+      Status s = plugin->TranslateCsiPVToInTree(pv);
       if (!s.ok()) return s;
-      return copy;
+      return std::move(pv);
     }
     if (const FlexVolumeRule* rule = rules_.FindByCsiDriver(driver)) {
-      Status s = TranslateCsiPVToFlexVolume(*rule, copy);
+      Status s = TranslateCsiPVToFlexVolume(*rule, pv);
       if (!s.ok()) return s;
-      return copy;
+      return std::move(pv);
     }
     return InvalidArgument("could not find in-tree plugin translation logic for " + driver);
   });

@@ -33,11 +33,15 @@ class Translator {
 
   // A PV with an in-tree (or, with rules, flexVolume) source -> a PV with spec.csi.
   StatusOr<nlohmann::json> TranslateInTreePVToCSI(const nlohmann::json& pv) const;
+  // The same, consuming `pv` instead of copying it (for callers that are done with it, such
+  // as `flexcsi translate`). Afterwards `pv` is unspecified, also on error.
+  StatusOr<nlohmann::json> TranslateInTreePVToCSI(nlohmann::json&& pv) const;
   // A pod volumes[] entry -> a new PV (no apiVersion/kind) wrapping the CSI source.
   StatusOr<nlohmann::json> TranslateInTreeInlineVolumeToCSI(const nlohmann::json& volume,
                                                             const std::string& pod_namespace) const;
   // A PV with spec.csi -> a PV with the in-tree (or flexVolume) source.
   StatusOr<nlohmann::json> TranslateCSIPVToInTree(const nlohmann::json& pv) const;
+  StatusOr<nlohmann::json> TranslateCSIPVToInTree(nlohmann::json&& pv) const;  // consumes pv
   // `in_tree_plugin_name` is e.g. "kubernetes.io/gce-pd" (never a CSI driver name).
   StatusOr<nlohmann::json> TranslateInTreeStorageClassToCSI(const std::string& in_tree_plugin_name,
                                                             const nlohmann::json& sc) const;
@@ -66,6 +70,9 @@ class Translator {
   const InTreePlugin* PluginForInline(const nlohmann::json& volume) const;
   const InTreePlugin* PluginForCsiDriver(const std::string& driver) const;
   const FlexVolumeRule* FlexRuleForPV(const nlohmann::json& pv) const;
+  // The PV operations on a PV the call owns.
+  StatusOr<nlohmann::json> PVToCsi(nlohmann::json pv) const;
+  StatusOr<nlohmann::json> CsiPVToInTree(nlohmann::json pv) const;
 
   std::vector<std::unique_ptr<InTreePlugin>> plugins_;
   FlexVolumeRules rules_;

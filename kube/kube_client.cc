@@ -112,7 +112,9 @@ StatusOr<Credentials> KubeClient::Impl::CurrentCredentials(uint64_t* exec_genera
   c.client_cert_pem = config_.client_cert_pem;
   c.client_key_pem = config_.client_key_pem;
   *exec_generation = 0;
-  if (exec_) {
+  // A token given directly (--token, a token file) is used as is and the plugin not run, as
+  // client-go's exec round tripper leaves requests that already carry Authorization alone.
+  if (exec_ && c.bearer_token.empty()) {
     StatusOr<ExecCredential> cred = exec_->Get();
     if (!cred.ok()) return cred.status();
     *exec_generation = cred->generation;

@@ -456,6 +456,21 @@ TEST_F(KubeClientTest, ExecPluginClientCertificate) {
   EXPECT_TRUE(created.ok()) << created.status().ToString();
 }
 
+TEST_F(KubeClientTest, DirectTokenWinsOverExecPlugin) {
+  ClientConfig config = client_->config();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.token = "fake-token";  // as with kubectl --token
+  config.exec = ExecPluginConfig{"client.authentication.k8s.io/v1",
+                                 "/bin/false",
+                                 {},
+                                 {},
+                                 "Never",
+                                 false};  // would fail if it ran
+  StatusOr<Json> got = Connect(config)->Get(ConfigMaps().Named("x"));
+  EXPECT_TRUE(IsNotFound(got.status())) << got.status().ToString();
+}
+
 TEST_F(KubeClientTest, OneClientServesManyThreads) {
   // The controller shares one client between its workers.
   constexpr int kThreads = 6;

@@ -124,7 +124,9 @@ class Api(object):
                 last = items[limit - 1]["metadata"]
                 token = {"rv": list_rv, "start": [last.get("namespace", ""), last["name"]]}
                 meta["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
-                meta["remainingItemCount"] = len(items) - limit
+                if not labels and not fields:
+                    # Only an unfiltered list can know how many items remain.
+                    meta["remainingItemCount"] = len(items) - limit
                 items = items[:limit]
             # Stored objects are never modified in place, so the reply may share them.
             return {"kind": rtype.kind + "List", "apiVersion": rtype.group_version,

@@ -50,6 +50,10 @@ std::string GetEnv(const char* name) {
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return FailedPrecondition("cannot read " + path + ": it is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     Code code = errno == ENOENT ? Code::kNotFound : Code::kFailedPrecondition;

@@ -375,12 +375,17 @@ TEST_F(KubeConfigTest, NoKubeconfigFallsBackToInCluster) {
       << c.status().message();
 }
 
-TEST_F(KubeConfigTest, BrokenYamlNamesTheFile) {
+TEST_F(KubeConfigTest, UnreadableOrBrokenFileIsNamed) {
   std::string path = Write("config", "clusters: [unclosed\n");
   setenv("KUBECONFIG", path.c_str(), 1);
   StatusOr<ClientConfig> c = LoadClientConfig(flags_);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
+
+  setenv("KUBECONFIG", dir_.c_str(), 1);  // a directory is not a missing file
+  c = LoadClientConfig(flags_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("directory"), std::string::npos) << c.status().message();
 }
 
 }  // namespace

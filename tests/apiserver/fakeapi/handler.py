@@ -2,12 +2,12 @@
 controls. Everything is JSON; anything unserved answers a 404/405/415 Status.
 """
 import json
-import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from . import errors, selection
+from . import errors
 from .api_ops import begin_request, request_warnings
+from .watch_stream import serve_watch
 
 _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
@@ -236,11 +236,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                 if params.get("fieldSelector"):
                     selector += "," + params["fieldSelector"]
                 params["fieldSelector"] = selector
-                return self._watch(r, params)
+                return serve_watch(self, self.fake, r, params)
             if r.name:
                 return self._send_json(200, api.get(rtype, r.namespace, r.name, r.subresource))
             if watching:
-                return self._watch(r, params)
+                return serve_watch(self, self.fake, r, params)
             limit = params.get("limit") or "0"
             try:
                 limit = int(limit)
@@ -299,112 +299,3 @@ class ApiHandler(BaseHTTPRequestHandler):
     def _require_json(self, content_type):
         if content_type not in ("application/json", ""):
             raise errors.unsupported_media_type(content_type)
-
-    # ---- watch ---------------------------------------------------------------------------------
-
-    def _write_chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def _event(self, etype, obj):
-        self._write_chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
-
-    def _watch(self, r, params):
-        fake = self.fake
-        store = fake.store
-        rtype = r.rtype
-        labels = selection.parse_label_selector(params.get("labelSelector", ""))
-        fields = selection.parse_field_selector(params.get("fieldSelector", ""), rtype)
-        try:
-            timeout = int(params.get("timeoutSeconds") or 1800)
-        except ValueError:
-            raise errors.bad_request("invalid timeoutSeconds")
-        bookmarks = params.get("allowWatchBookmarks") in ("1", "true", "True")
-        rv_param = params.get("resourceVersion") or ""
-        if rv_param not in ("", "0"):
-            try:
-                start_rv = int(rv_param)
-            except ValueError:
-                raise errors.bad_request('invalid resource version: "%s"' % rv_param)
-
-        def matches(obj):
-            if obj is None:
-                return False
-            if rtype.namespaced and r.namespace and obj["metadata"].get("namespace") != r.namespace:
-                return False
-            return selection.labels_match(labels, obj) and selection.fields_match(fields, obj)
-
-        with store.lock:
-            initial = []
-            if rv_param in ("", "0"):
-                initial = [o for o in store.items(rtype.key) if matches(o)]
-                cursor = store.resource_version
-            else:
-                cursor = start_rv
-            too_old = rv_param not in ("", "0") and cursor < store.compacted_rv
-            compacted = store.compacted_rv
-            generation = fake.watch_generation
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            if too_old:
-                self._event("ERROR", errors.expired("too old resource version: %d (%d)"
-                                                    % (cursor, compacted)).status())
-                return self._end_stream()
-            for obj in initial:
-                self._event("ADDED", obj)
-            deadline = time.time() + timeout
-            last_sent = time.time()
-            final_bookmark = False
-            while True:
-                now = time.time()
-                if now >= deadline or fake.stopping or fake.watch_generation != generation:
-                    break
-                with store.lock:
-                    events = store.events_after(cursor, rtype.key)
-                    if not events:
-                        store.changed.wait(min(0.5, max(deadline - now, 0.01)))
-                        events = store.events_after(cursor, rtype.key)
-                    if cursor < store.compacted_rv and not events:
-                        expired = True
-                    else:
-                        expired = False
-                    head = store.resource_version
-                if expired:
-                    self._event("ERROR", errors.expired("too old resource version: %d (%d)"
-                                                        % (cursor, store.compacted_rv)).status())
-                    break
-                for rv, etype, obj, prev in events:
-                    cursor = rv
-                    now_match, was_match = matches(obj), matches(prev)
-                    if etype == "MODIFIED":
-                        if now_match and not was_match:
-                            etype = "ADDED"
-                        elif was_match and not now_match:
-                            etype = "DELETED"
-                        elif not now_match:
-                            continue
-                    elif not now_match and not (etype == "DELETED" and was_match):
-                        continue
-                    self._event(etype, obj)
-                    last_sent = time.time()
-                if not events:
-                    cursor = max(cursor, head)
-                    # A bookmark after a second of silence, and one just before the timeout
-                    # (as the watch cache does), so a client resumes from a recent version.
-                    closing = deadline - time.time() < 0.6 and not final_bookmark
-                    if bookmarks and (time.time() - last_sent >= 1.0 or closing):
-                        final_bookmark = final_bookmark or closing
-                        self._event("BOOKMARK", {"kind": rtype.kind,
-                                                 "apiVersion": rtype.group_version,
-                                                 "metadata": {"resourceVersion": str(cursor)}})
-                        last_sent = time.time()
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.close_connection = True
-
-    def _end_stream(self):
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs csi-loopback from a built tree and walks one volume through its life, printing every CSI
-# call and its result: create, controller publish, stage, publish, write/read, expand, stats,
-# unpublish, unstage, controller unpublish, delete.
+# call and its result: create, controller publish, stage, publish (a writable and a read-only
+# target), write/read, expand, stats, unpublish, unstage, controller unpublish, delete.
 #
 # Usage: scripts/driver-demo.sh [BUILD_DIR]     (default: build-driver; FS_TYPE=ext4|xfs, xfs
-#        default because it also grows online where the driver lacks CAP_SYS_RESOURCE)
+#        default because it also grows online where the driver lacks CAP_SYS_RESOURCE;
+#        DRIVER_FLAGS="--stage-without-mount --no-attach" etc. picks a driver shape, see
+#        drivers/loopback/README.md; the demo makes only the calls that shape offers)
 # Needs root. Builds nothing. Everything is mounted in a private mount namespace, and the loop
 # device and temp dir are removed on exit, whatever happens.
 set -euo pipefail
@@ -14,6 +16,7 @@ build_dir=${1:-$repo/build-driver}
 driver=$build_dir/drivers/loopback/csi-loopback
 demo=$build_dir/drivers/loopback/csi-loopback-demo
 fs_type=${FS_TYPE:-xfs}
+read -r -a driver_flags <<<"${DRIVER_FLAGS:-}"
 
 for binary in "$driver" "$demo"; do
   [[ -x $binary ]] || { echo "driver-demo: $binary not built (cmake --build $build_dir)" >&2; exit 2; }
@@ -53,9 +56,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 socket=$work/csi.sock
-echo "driver-demo: starting csi-loopback on unix://$socket (state in $work/state)"
+echo "driver-demo: starting csi-loopback on unix://$socket (state in $work/state)" \
+  "${driver_flags[@]}"
 "$driver" --endpoint "unix://$socket" --nodeid demo-node --state-dir "$work/state" \
-  2>"$work/driver.log" &
+  "${driver_flags[@]}" 2>"$work/driver.log" &
 driver_pid=$!
 
 for _ in $(seq 1 100); do

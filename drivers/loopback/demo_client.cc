@@ -1,6 +1,7 @@
 // csi-loopback-demo: drives one volume through its whole life against a running CSI driver and
 // prints every RPC with its result. Used by scripts/driver-demo.sh; not a general CSI client.
 // Mounts happen in the driver, so run both inside a private mount namespace.
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <grpcpp/grpcpp.h>
@@ -50,6 +51,13 @@ int64_t FilesystemBytes(const std::string& path) {
 
 std::string Mib(int64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
 
+// Whether `path` is a mount point: its device differs from its parent's. Enough for a demo.
+bool IsMountPoint(const std::string& path) {
+  struct stat self, parent;
+  return ::stat(path.c_str(), &self) == 0 && ::stat((path + "/..").c_str(), &parent) == 0 &&
+         self.st_dev != parent.st_dev;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +93,26 @@ int main(int argc, char** argv) {
       },
       [&] { return std::string("ready=") + (probe.ready().value() ? "true" : "false"); });
 
+  // The driver's shape (its switches) decides which calls a CO makes, as kubelet does.
+  csi::v1::NodeGetCapabilitiesResponse node_caps;
+  csi::v1::ControllerGetCapabilitiesResponse controller_caps;
+  {
+    grpc::ClientContext c1, c2;
+    demo.node->NodeGetCapabilities(&c1, csi::v1::NodeGetCapabilitiesRequest(), &node_caps);
+    demo.controller->ControllerGetCapabilities(&c2, csi::v1::ControllerGetCapabilitiesRequest(),
+                                               &controller_caps);
+  }
+  bool stages = false, attaches = false;
+  for (const auto& cap : node_caps.capabilities()) {
+    stages |= cap.rpc().type() == csi::v1::NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME;
+  }
+  for (const auto& cap : controller_caps.capabilities()) {
+    attaches |=
+        cap.rpc().type() == csi::v1::ControllerServiceCapability::RPC::PUBLISH_UNPUBLISH_VOLUME;
+  }
+  std::cout << "==> driver shape: " << (stages ? "stages" : "does not stage") << ", "
+            << (attaches ? "attaches" : "does not attach") << std::endl;
+
   csi::v1::VolumeCapability capability;
   capability.mutable_mount()->set_fs_type(fs_type);
   capability.mutable_access_mode()->set_mode(
@@ -107,25 +135,27 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string id = created.volume().volume_id();
-  const std::string staging = work_dir + "/staging";
+  const std::string staging = stages ? work_dir + "/staging" : "";
   const std::string target = work_dir + "/target";
-  std::filesystem::create_directories(staging);
+  const std::string ro_target = work_dir + "/target-ro";
+  if (stages) std::filesystem::create_directories(staging);
 
   csi::v1::ControllerPublishVolumeRequest cp;
   cp.set_volume_id(id);
   cp.set_node_id(node_id);
   *cp.mutable_volume_capability() = capability;
   csi::v1::ControllerPublishVolumeResponse cp_out;
-  bool ok = demo.Step(
-      "ControllerPublishVolume", id + " -> " + node_id,
-      [&](grpc::ClientContext* c) {
-        return demo.controller->ControllerPublishVolume(c, cp, &cp_out);
-      },
-      [&] {
-        std::string s = "publish_context={";
-        for (const auto& [k, v] : cp_out.publish_context()) s += k + "=" + v + " ";
-        return s + "}";
-      });
+  bool ok = !attaches || demo.Step(
+                             "ControllerPublishVolume", id + " -> " + node_id,
+                             [&](grpc::ClientContext* c) {
+                               return demo.controller->ControllerPublishVolume(c, cp, &cp_out);
+                             },
+                             [&] {
+                               std::string s = "publish_context={";
+                               for (const auto& [k, v] : cp_out.publish_context())
+                                 s += k + "=" + v + " ";
+                               return s + "}";
+                             });
 
   csi::v1::NodeStageVolumeRequest stage;
   stage.set_volume_id(id);
@@ -133,9 +163,15 @@ int main(int argc, char** argv) {
   *stage.mutable_volume_capability() = capability;
   *stage.mutable_publish_context() = cp_out.publish_context();
   csi::v1::NodeStageVolumeResponse stage_out;
-  ok = ok && demo.Step("NodeStageVolume", id + " at " + staging, [&](grpc::ClientContext* c) {
-    return demo.node->NodeStageVolume(c, stage, &stage_out);
-  });
+  ok = ok && (!stages || demo.Step(
+                             "NodeStageVolume", id + " at " + staging,
+                             [&](grpc::ClientContext* c) {
+                               return demo.node->NodeStageVolume(c, stage, &stage_out);
+                             },
+                             [&] {
+                               return std::string("staging path is ") +
+                                      (IsMountPoint(staging) ? "a mount point" : "not mounted");
+                             }));
 
   csi::v1::NodePublishVolumeRequest publish;
   publish.set_volume_id(id);
@@ -147,6 +183,14 @@ int main(int argc, char** argv) {
   ok = ok && demo.Step("NodePublishVolume", id + " at " + target, [&](grpc::ClientContext* c) {
     return demo.node->NodePublishVolume(c, publish, &publish_out);
   });
+  // A second pod on the node reads the same volume only.
+  csi::v1::NodePublishVolumeRequest ro_publish = publish;
+  ro_publish.set_target_path(ro_target);
+  ro_publish.set_readonly(true);
+  ok = ok && demo.Step("NodePublishVolume", id + " at " + ro_target + " readonly",
+                       [&](grpc::ClientContext* c) {
+                         return demo.node->NodePublishVolume(c, ro_publish, &publish_out);
+                       });
 
   if (ok) {
     const std::string file = target + "/hello.txt";
@@ -155,6 +199,13 @@ int main(int argc, char** argv) {
     std::stringstream content;
     content << in.rdbuf();
     std::cout << "==> write+read " << file << "\n    read back: " << content.str();
+    std::ifstream ro_in(ro_target + "/hello.txt");
+    std::stringstream ro_content;
+    ro_content << ro_in.rdbuf();
+    const bool ro_writable = static_cast<bool>(std::ofstream(ro_target + "/denied.txt"));
+    std::cout << "==> read-only target: reads " << ro_content.str() << "    a write there is "
+              << (ro_writable ? "ACCEPTED (wrong)" : "refused") << std::endl;
+    ok &= !ro_writable;
     std::cout << "    filesystem size: " << Mib(FilesystemBytes(target)) << std::endl;
 
     csi::v1::ControllerExpandVolumeRequest expand;
@@ -208,18 +259,24 @@ int main(int argc, char** argv) {
   bool clean = demo.Step("NodeUnpublishVolume", id + " at " + target, [&](grpc::ClientContext* c) {
     return demo.node->NodeUnpublishVolume(c, unpublish, &unpublish_out);
   });
+  unpublish.set_target_path(ro_target);
+  clean &= demo.Step("NodeUnpublishVolume", id + " at " + ro_target, [&](grpc::ClientContext* c) {
+    return demo.node->NodeUnpublishVolume(c, unpublish, &unpublish_out);
+  });
   csi::v1::NodeUnstageVolumeRequest unstage;
   unstage.set_volume_id(id);
   unstage.set_staging_target_path(staging);
   csi::v1::NodeUnstageVolumeResponse unstage_out;
-  clean &= demo.Step("NodeUnstageVolume", id + " at " + staging, [&](grpc::ClientContext* c) {
-    return demo.node->NodeUnstageVolume(c, unstage, &unstage_out);
-  });
+  clean &=
+      !stages || demo.Step("NodeUnstageVolume", id + " at " + staging, [&](grpc::ClientContext* c) {
+        return demo.node->NodeUnstageVolume(c, unstage, &unstage_out);
+      });
   csi::v1::ControllerUnpublishVolumeRequest cu;
   cu.set_volume_id(id);
   cu.set_node_id(node_id);
   csi::v1::ControllerUnpublishVolumeResponse cu_out;
   clean &=
+      !attaches ||
       demo.Step("ControllerUnpublishVolume", id + " from " + node_id, [&](grpc::ClientContext* c) {
         return demo.controller->ControllerUnpublishVolume(c, cu, &cu_out);
       });

@@ -126,7 +126,8 @@ Status GrowFilesystem(const std::string& fs_type, const std::string& device,
     if (!HasCapSysResource()) {
       return FailedPrecondition(
           "growing mounted " + fs_type + " on " + device +
-          " needs CAP_SYS_RESOURCE, which csi-loopback lacks; it grows at the next NodeStage");
+          " needs CAP_SYS_RESOURCE, which csi-loopback lacks; it grows when next mounted "
+          "(NodeStage, or NodePublish where the node mounts the device at targets)");
     }
     out = RunCommand({"resize2fs", device});
   } else if (fs_type == "xfs") {

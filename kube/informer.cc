@@ -57,6 +57,7 @@ void Informer::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     // List: the cache becomes exactly the listed objects.
     StatusOr<Json> listed = client_->List(collection_, options_);
+    RecordError(listed.status());
     if (!listed.ok()) {
       if (!SleepUnlessStopped(backoff.Next(), stop)) return;
       continue;
@@ -106,6 +107,7 @@ void Informer::Run(const std::atomic<bool>& stop) {
         return !stop.load();
       });
       if (stop.load()) return;
+      RecordError(s);
       if (s.ok()) {
         backoff.Reset();
         continue;  // the server's timeout ended the watch: resume from the last version seen
@@ -136,5 +138,15 @@ std::optional<Json> Informer::Get(const std::string& key) const {
 }
 
 bool Informer::HasSynced() const { return synced_; }
+
+Status Informer::LastError() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_error_;
+}
+
+void Informer::RecordError(const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_error_ = status;
+}
 
 }  // namespace flexcsi::kube

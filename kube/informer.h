@@ -34,8 +34,13 @@ class Informer {
   std::vector<nlohmann::json> List() const;
   std::optional<nlohmann::json> Get(const std::string& key) const;
   bool HasSynced() const;
+  // Why the last list or watch failed (OK once one succeeded again), for callers that wait for
+  // HasSynced and want to say why it is taking long (e.g. 403 Forbidden: missing RBAC).
+  Status LastError() const;
 
  private:
+  void RecordError(const Status& status);
+
   KubeClient* client_;
   ResourcePath collection_;
   ListOptions options_;
@@ -43,6 +48,7 @@ class Informer {
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> cache_;
   std::atomic<bool> synced_{false};
+  Status last_error_;  // REQUIRES mutex_
 };
 
 }  // namespace flexcsi::kube

@@ -198,6 +198,19 @@ TEST_F(InformerTest, RelistReportsObjectsDeletedMeanwhile) {
   EXPECT_TRUE(h.informer().Get(h.Key("stays")).has_value());
 }
 
+TEST_F(InformerTest, FailingListIsRetriedAndReported) {
+  // A group this cluster does not serve (like snapshots without their CRDs): never synced, and
+  // the reason is there for the caller to report.
+  Informer informer(client_.get(), ResourcePath::Group("example.com/v1", "widgets", ns_));
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { informer.Run(stop); });
+  bool reported = WaitFor([&] { return IsNotFound(informer.LastError()); });
+  stop = true;
+  runner.join();
+  EXPECT_TRUE(reported) << informer.LastError().ToString();
+  EXPECT_FALSE(informer.HasSynced());
+}
+
 // Owns its server: restarts it. The restarted server keeps its objects but not its watch
 // history, like an API server whose watch cache is gone; the stream breaks and the informer
 // must list again (every object reported as ADDED once more) and keep watching.

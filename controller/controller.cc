@@ -1,0 +1,204 @@
+#include "controller/controller.h"
+
+#include <spdlog/spdlog.h>
+
+namespace flexcsi::controller {
+namespace {
+
+std::string KeyOf(const std::string& prefix, const nlohmann::json& object) {
+  const auto& meta = JField(object, "metadata");
+  const std::string ns = JStr(meta, "namespace");
+  return prefix + "/" + (ns.empty() ? "" : ns + "/") + JStr(meta, "name");
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client)
+    : options_(std::move(options)),
+      provisioner_(ctx_),
+      deleter_(ctx_),
+      resizer_(ctx_),
+      snapshotter_(ctx_) {
+  ctx_.client = client;
+  ctx_.bridge = std::move(bridge);
+  ctx_.metrics = &metrics_;
+  ctx_.timeout = options_.timeout;
+  for (const auto& d : ctx_.bridge.drivers) {
+    ctx_.csi[d.flex_driver] = std::make_unique<CsiClient>(d.csi_endpoint, &metrics_);
+  }
+}
+
+Controller::~Controller() {
+  stop_threads_ = true;
+  queue_.ShutDown();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  if (metrics_server_) metrics_server_->Stop();
+}
+
+bool Controller::HasSnapshotApi() {
+  kube::ListOptions one;
+  one.page_size = 1;
+  auto listed = ctx_.client->List(
+      kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshotcontents"), one);
+  return listed.ok();
+}
+
+Status Controller::Start() {
+  char host[256] = "";
+  ::gethostname(host, sizeof(host) - 1);
+  events_ = std::make_unique<EventRecorder>(ctx_.client, kComponent, host);
+  ctx_.events = events_.get();
+  auto journal = IntentJournal::Open(options_.journal_path);
+  if (!journal.ok()) return journal.status();
+  journal_ = std::move(*journal);
+  ctx_.journal = journal_.get();
+
+  if (!options_.metrics_address.empty()) {
+    metrics_server_ = std::make_unique<MetricsHttpServer>(metrics_, [this] { return Healthy(); });
+    FLEXCSI_RETURN_IF_ERROR(metrics_server_->Start(options_.metrics_address));
+    spdlog::info("metrics and /healthz on port {}", metrics_server_->port());
+  }
+
+  claims_ = std::make_unique<kube::Informer>(ctx_.client,
+                                             kube::ResourcePath::Core("persistentvolumeclaims"));
+  claims_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+    if (type != "DELETED") Enqueue(KeyOf("claim", o));
+  });
+  volumes_ = std::make_unique<kube::Informer>(ctx_.client,
+                                              kube::ResourcePath::Core("persistentvolumes"));
+  volumes_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+    if (type != "DELETED") Enqueue(KeyOf("pv", o));
+    // A PV change (the expand controller raising capacity, a bind) may concern its claim.
+    const auto& ref = JField(JField(o, "spec"), "claimRef");
+    if (!JStr(ref, "name").empty()) {
+      Enqueue("claim/" + JStr(ref, "namespace") + "/" + JStr(ref, "name"));
+    }
+  });
+  snapshot_api_ = HasSnapshotApi();
+  if (snapshot_api_) {
+    snapshots_ = std::make_unique<kube::Informer>(
+        ctx_.client, kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshots"));
+    snapshots_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+      if (type != "DELETED") Enqueue(KeyOf("snapshot", o));
+      const std::string uid = JStr(JField(o, "metadata"), "uid");
+      if (!uid.empty()) Enqueue("content/snapcontent-" + uid);
+    });
+    contents_ = std::make_unique<kube::Informer>(
+        ctx_.client,
+        kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshotcontents"));
+    contents_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+      if (type != "DELETED") Enqueue(KeyOf("content", o));
+      const auto& ref = JField(JField(o, "spec"), "volumeSnapshotRef");
+      if (!JStr(ref, "name").empty()) {
+        Enqueue("snapshot/" + JStr(ref, "namespace") + "/" + JStr(ref, "name"));
+      }
+    });
+  }
+  spdlog::info("snapshot.storage.k8s.io/v1 {}", snapshot_api_ ? "served: snapshots enabled"
+                                                              : "not served: snapshots via CLI only");
+  for (kube::Informer* inf : {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {
+    if (inf == nullptr) continue;
+    threads_.emplace_back([this, inf] { inf->Run(stop_threads_); });
+  }
+  return Status::Ok();
+}
+
+bool Controller::Healthy() const {
+  for (const kube::Informer* inf :
+       {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {
+    if (inf != nullptr && !inf->HasSynced()) return false;
+  }
+  return true;
+}
+
+void Controller::ResyncAll() {
+  Enqueue("journal");
+  for (const auto& o : claims_->List()) Enqueue(KeyOf("claim", o));
+  for (const auto& o : volumes_->List()) Enqueue(KeyOf("pv", o));
+  if (snapshots_) {
+    for (const auto& o : snapshots_->List()) Enqueue(KeyOf("snapshot", o));
+    for (const auto& o : contents_->List()) Enqueue(KeyOf("content", o));
+  }
+}
+
+Status Controller::Process(const std::string& key) {
+  const auto slash = key.find('/');
+  const std::string kind = key.substr(0, slash);
+  const std::string rest = slash == std::string::npos ? "" : key.substr(slash + 1);
+  const auto split = rest.find('/');
+  if (kind == "journal") return provisioner_.RecoverJournal();
+  if (kind == "pv") return deleter_.SyncVolume(rest);
+  if (kind == "content") return snapshotter_.SyncContent(rest);
+  if (split == std::string::npos) return InvalidArgument("bad key " + key);
+  const std::string ns = rest.substr(0, split), name = rest.substr(split + 1);
+  if (kind == "snapshot") return snapshotter_.SyncSnapshot(ns, name);
+  if (kind == "claim") {
+    auto claim = ctx_.client->Get(
+        kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name));
+    if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
+    if (JStr(JField(*claim, "status"), "phase") == "Bound") return resizer_.SyncClaim(*claim);
+    return provisioner_.SyncClaim(*claim);
+  }
+  return InvalidArgument("bad key " + key);
+}
+
+void Controller::Worker() {
+  while (auto key = queue_.Get()) {
+    if (!leading_) {
+      // Not the leader (any more): keep the key for later instead of acting on it.
+      queue_.Done(*key);
+      queue_.AddAfter(*key, std::chrono::milliseconds(500));
+      continue;
+    }
+    Status s = Process(*key);
+    queue_.Done(*key);
+    if (s.ok()) {
+      queue_.Forget(*key);
+    } else {
+      spdlog::warn("{}: {} (will retry)", *key, s.ToString());
+      queue_.Retry(*key);
+    }
+  }
+}
+
+Status Controller::Run(const std::atomic<bool>& stop) {
+  for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
+    threads_.emplace_back([this] { Worker(); });
+  }
+  auto lead = [&](const std::atomic<bool>& until) {
+    leading_ = true;
+    // Wait for the caches, then look at everything once, the journal first.
+    while (!until && !Healthy()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ResyncAll();
+    auto next = std::chrono::steady_clock::now() + options_.resync;
+    while (!until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (std::chrono::steady_clock::now() >= next) {
+        ResyncAll();
+        next = std::chrono::steady_clock::now() + options_.resync;
+      }
+    }
+  };
+  if (!options_.leader_election) {
+    lead(stop);
+    return Status::Ok();
+  }
+  LeaderElector elector(ctx_.client, options_.election);
+  std::atomic<bool> lost{false};
+  std::thread leader_work;
+  elector.Run(
+      stop,
+      [&] { leader_work = std::thread([&] { lead(lost); }); },
+      [&] {
+        lost = true;
+        leading_ = false;
+      });
+  lost = true;
+  if (leader_work.joinable()) leader_work.join();
+  if (stop) return Status::Ok();
+  return FailedPrecondition("lost leadership");
+}
+
+}  // namespace flexcsi::controller

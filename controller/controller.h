@@ -1,0 +1,80 @@
+// Controller: flexcsi-controller's runtime. Informers feed one work queue with keys
+// ("claim/<ns>/<name>", "pv/<name>", "snapshot/<ns>/<name>", "content/<name>", "journal");
+// worker threads run the parts (Provisioner, Deleter, Resizer, Snapshotter) only while this
+// instance leads, and a periodic resync re-queues everything so that nothing depends on a
+// single watch event arriving.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bridge/metrics.h"
+#include "bridge/metrics_http_server.h"
+#include "controller/controller_context.h"
+#include "controller/deleter.h"
+#include "controller/leader_election.h"
+#include "controller/provisioner.h"
+#include "controller/resizer.h"
+#include "controller/snapshotter.h"
+#include "controller/work_queue.h"
+#include "kube/informer.h"
+
+namespace flexcsi::controller {
+
+struct ControllerOptions {
+  std::string bridge_config_path;
+  std::string journal_path = "/var/lib/flexcsi-controller/journal.db";
+  int worker_threads = 4;
+  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds resync{30000};
+  std::string metrics_address;  // "" = no listener
+  bool leader_election = false;
+  LeaderElectionConfig election;
+  std::string identity;
+};
+
+class Controller {
+ public:
+  Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client);
+  ~Controller();
+
+  // Opens the journal, starts informers and the metrics listener.
+  Status Start();
+  // Blocks until `stop` is set or leadership is lost (then returns FAILED_PRECONDITION so the
+  // process exits and restarts as a candidate, like the CSI sidecars).
+  Status Run(const std::atomic<bool>& stop);
+
+  bool Healthy() const;
+  int metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+
+ private:
+  void Enqueue(const std::string& key) { queue_.Add(key); }
+  void Worker();
+  Status Process(const std::string& key);
+  void ResyncAll();
+  bool HasSnapshotApi();
+
+  ControllerOptions options_;
+  ControllerContext ctx_;
+  Metrics metrics_;
+  std::unique_ptr<EventRecorder> events_;
+  std::unique_ptr<IntentJournal> journal_;
+  std::unique_ptr<MetricsHttpServer> metrics_server_;
+  Provisioner provisioner_;
+  Deleter deleter_;
+  Resizer resizer_;
+  Snapshotter snapshotter_;
+  WorkQueue queue_;
+  std::vector<std::unique_ptr<kube::Informer>> informers_;
+  std::unique_ptr<kube::Informer> claims_, volumes_, snapshots_, contents_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_threads_{false};
+  std::atomic<bool> leading_{false};
+  bool snapshot_api_ = false;
+};
+
+}  // namespace flexcsi::controller

@@ -1,0 +1,104 @@
+#include "controller/controller_context.h"
+
+#include "bridge/base64.h"
+
+namespace flexcsi::controller {
+
+std::string JStr(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const nlohmann::json& JField(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string Annotation(const nlohmann::json& object, const std::string& key) {
+  return JStr(JField(JField(object, "metadata"), "annotations"), key.c_str());
+}
+
+bool HasFinalizer(const nlohmann::json& object, const std::string& finalizer) {
+  const auto& list = JField(JField(object, "metadata"), "finalizers");
+  if (!list.is_array()) return false;
+  for (const auto& f : list) {
+    if (f == finalizer) return true;
+  }
+  return false;
+}
+
+bool BeingDeleted(const nlohmann::json& object) {
+  const auto& ts = JField(JField(object, "metadata"), "deletionTimestamp");
+  return !ts.is_null();
+}
+
+const DriverConfig* ControllerContext::DriverByProvisioner(const std::string& provisioner) const {
+  for (const auto& d : bridge.drivers) {
+    if (d.provisioner == provisioner) return &d;
+  }
+  return nullptr;
+}
+
+StatusOr<std::map<std::string, std::string>> ControllerContext::SecretData(const SecretRef& ref) {
+  auto secret = client->Get(kube::ResourcePath::Core("secrets", ref.namespace_).Named(ref.name));
+  if (!secret.ok()) {
+    return Status(secret.status().code(), "cannot read secret " + ref.namespace_ + "/" + ref.name +
+                                              ": " + secret.status().message());
+  }
+  std::map<std::string, std::string> out;
+  const auto& data = JField(*secret, "data");
+  if (data.is_object()) {
+    for (auto it = data.begin(); it != data.end(); ++it) {
+      if (!it.value().is_string()) continue;
+      auto decoded = Base64Decode(it.value().get<std::string>());
+      if (!decoded.ok()) {
+        return InvalidArgument("secret " + ref.namespace_ + "/" + ref.name + " key " + it.key() +
+                               " is not base64");
+      }
+      out[it.key()] = *decoded;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ControllerContext::TopologyKeys(const DriverConfig& driver,
+                                                         const std::string& node) {
+  if (!node.empty()) {
+    auto csinode =
+        client->Get(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes").Named(node));
+    if (csinode.ok()) {
+      const auto& drivers = JField(JField(*csinode, "spec"), "drivers");
+      if (drivers.is_array()) {
+        for (const auto& d : drivers) {
+          if (JStr(d, "name") != driver.CsiDriver()) continue;
+          std::vector<std::string> keys;
+          const auto& tk = JField(d, "topologyKeys");
+          if (tk.is_array()) {
+            for (const auto& k : tk) {
+              if (k.is_string()) keys.push_back(k.get<std::string>());
+            }
+          }
+          return keys;
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = node_info_keys_.find(driver.flex_driver);
+  if (it != node_info_keys_.end()) return it->second;
+  std::vector<std::string> keys;
+  auto info = Csi(driver).NodeGetInfo(Deadline::In(std::chrono::seconds(10)));
+  if (info.ok() && info->has_accessible_topology()) {
+    for (const auto& [k, v] : info->accessible_topology().segments()) keys.push_back(k);
+  }
+  // A controller-only deployment has no node service: no keys, so no topology requirements.
+  if (info.ok() || info.status().code() == Code::kUnimplemented) {
+    node_info_keys_[driver.flex_driver] = keys;
+  }
+  return keys;
+}
+
+}  // namespace flexcsi::controller

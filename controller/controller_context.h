@@ -1,0 +1,60 @@
+// ControllerContext: what every part of flexcsi-controller (provisioner, deleter, resizer,
+// snapshotter) shares: the API client, the bridge configuration, one CsiClient per driver,
+// the event recorder and the intent journal. Owned by Controller; parts hold a reference.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/bridge_config.h"
+#include "bridge/csi_client.h"
+#include "bridge/metrics.h"
+#include "controller/event_recorder.h"
+#include "controller/intent_journal.h"
+#include "controller/secret_params.h"
+#include "kube/kube_client.h"
+
+namespace flexcsi::controller {
+
+inline constexpr const char* kComponent = "flexcsi-controller";
+
+struct ControllerContext {
+  kube::KubeClient* client = nullptr;
+  BridgeConfig bridge;
+  std::map<std::string, std::unique_ptr<CsiClient>> csi;  // flex driver -> client
+  Metrics* metrics = nullptr;
+  EventRecorder* events = nullptr;
+  IntentJournal* journal = nullptr;
+  std::chrono::milliseconds timeout{60000};  // per CSI call, like the sidecars' --timeout
+
+  CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
+  // The driver whose provisioner name is `provisioner`, or nullptr.
+  const DriverConfig* DriverByProvisioner(const std::string& provisioner) const;
+
+  // The secret's data, base64-decoded, for a CSI request. NOT_FOUND names the secret.
+  StatusOr<std::map<std::string, std::string>> SecretData(const SecretRef& ref);
+
+  // Topology keys of a driver: CSINode's topologyKeys for `node` when registered there, else
+  // the keys of the driver's NodeGetInfo accessible topology (cached), else none.
+  std::vector<std::string> TopologyKeys(const DriverConfig& driver, const std::string& node);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::string>> node_info_keys_;  // guarded by mu_
+};
+
+// Small JSON accessors for API objects.
+std::string JStr(const nlohmann::json& j, const char* key);
+const nlohmann::json& JField(const nlohmann::json& j, const char* key);
+std::string Annotation(const nlohmann::json& object, const std::string& key);
+bool HasFinalizer(const nlohmann::json& object, const std::string& finalizer);
+bool BeingDeleted(const nlohmann::json& object);
+
+}  // namespace flexcsi::controller

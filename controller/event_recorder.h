@@ -1,0 +1,48 @@
+// EventRecorder: v1 Events on the objects the controller acts for (claims, snapshots), as
+// client-go's recorder writes them, so `kubectl describe pvc` shows Provisioning,
+// ProvisioningSucceeded and ProvisioningFailed with the driver's own message. A repeat of the
+// same event on the same object bumps `count` and `lastTimestamp` instead of piling up objects.
+// Recording never fails the caller: an event that cannot be written is logged and dropped.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/kube_client.h"
+
+namespace flexcsi::controller {
+
+inline constexpr const char* kEventNormal = "Normal";
+inline constexpr const char* kEventWarning = "Warning";
+
+class EventRecorder {
+ public:
+  // `component` is the event's source.component ("flexcsi-controller").
+  EventRecorder(kube::KubeClient* client, std::string component, std::string host);
+
+  // `object` without "kind" (list and watch items carry none) is taken to be a claim.
+  void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
+              const std::string& message);
+
+ private:
+  struct Seen {
+    std::string name;
+    std::string namespace_;
+    int count = 0;
+    std::string first_timestamp;
+  };
+  kube::KubeClient* client_;
+  std::string component_;
+  std::string host_;
+  std::mutex mu_;
+  std::map<std::string, Seen> seen_;  // guarded by mu_; key: uid/type/reason/message
+};
+
+// "2026-11-23T15:04:05Z" (metav1.Time) and "2026-11-23T15:04:05.123456Z" (metav1.MicroTime).
+std::string NowRfc3339();
+std::string NowRfc3339Micro();
+
+}  // namespace flexcsi::controller

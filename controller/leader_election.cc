@@ -1,0 +1,215 @@
+#include "controller/leader_election.h"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "controller/event_recorder.h"
+
+namespace flexcsi::controller {
+namespace {
+
+constexpr const char* kLeaderAnnotation = "control-plane.alpha.kubernetes.io/leader";
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+LeaderElector::LeaderElector(kube::KubeClient* client, LeaderElectionConfig config)
+    : client_(client), config_(std::move(config)) {}
+
+std::string LeaderElector::LockKind() const { return use_lease_ ? "Lease" : "ConfigMap"; }
+
+kube::ResourcePath LeaderElector::Collection() const {
+  return use_lease_ ? kube::ResourcePath::Group("coordination.k8s.io/v1", "leases",
+                                                config_.namespace_)
+                    : kube::ResourcePath::Core("configmaps", config_.namespace_);
+}
+
+Status LeaderElector::ResolveLockKind() {
+  if (kind_resolved_) return Status::Ok();
+  if (config_.lock == LeaderElectionConfig::Lock::kLease) {
+    use_lease_ = true;
+  } else if (config_.lock == LeaderElectionConfig::Lock::kConfigMap) {
+    use_lease_ = false;
+  } else {
+    // A list of an existing resource never answers 404; a cluster without the Lease API does.
+    kube::ListOptions one;
+    one.page_size = 1;
+    auto listed = client_->List(
+        kube::ResourcePath::Group("coordination.k8s.io/v1", "leases", config_.namespace_), one);
+    if (!listed.ok() && !kube::IsNotFound(listed.status())) return listed.status();
+    use_lease_ = listed.ok();
+  }
+  kind_resolved_ = true;
+  spdlog::info("leader election: {} {}/{} as {}", LockKind(), config_.namespace_, config_.name,
+               config_.identity);
+  return Status::Ok();
+}
+
+LeaderElector::Record LeaderElector::ReadRecord(const nlohmann::json& object) const {
+  Record r;
+  nlohmann::json src;
+  if (use_lease_) {
+    src = object.value("spec", nlohmann::json::object());
+    r.holder = src.value("holderIdentity", "");
+    r.lease_seconds = src.value("leaseDurationSeconds", 0);
+    r.acquire_time = src.value("acquireTime", "");
+    r.renew_time = src.value("renewTime", "");
+    r.transitions = src.value("leaseTransitions", 0);
+    return r;
+  }
+  const auto& meta = object.value("metadata", nlohmann::json::object());
+  const auto ann = meta.value("annotations", nlohmann::json::object());
+  if (!ann.contains(kLeaderAnnotation) || !ann[kLeaderAnnotation].is_string()) return r;
+  src = nlohmann::json::parse(ann[kLeaderAnnotation].get<std::string>(), nullptr, false);
+  if (!src.is_object()) return r;
+  r.holder = src.value("holderIdentity", "");
+  r.lease_seconds = src.value("leaseDurationSeconds", 0);
+  r.acquire_time = src.value("acquireTime", "");
+  r.renew_time = src.value("renewTime", "");
+  r.transitions = src.value("leaderTransitions", 0);
+  return r;
+}
+
+nlohmann::json LeaderElector::WithRecord(nlohmann::json object, const Record& r) const {
+  if (use_lease_) {
+    object["spec"] = {{"holderIdentity", r.holder},
+                      {"leaseDurationSeconds", r.lease_seconds},
+                      {"acquireTime", r.acquire_time},
+                      {"renewTime", r.renew_time},
+                      {"leaseTransitions", r.transitions}};
+    return object;
+  }
+  // The ConfigMap lock's record is client-go's LeaderElectionRecord JSON.
+  nlohmann::json record = {{"holderIdentity", r.holder},
+                           {"leaseDurationSeconds", r.lease_seconds},
+                           {"acquireTime", r.acquire_time},
+                           {"renewTime", r.renew_time},
+                           {"leaderTransitions", r.transitions}};
+  object["metadata"]["annotations"][kLeaderAnnotation] = record.dump();
+  return object;
+}
+
+StatusOr<nlohmann::json> LeaderElector::GetLockObject() {
+  return client_->Get(Collection().Named(config_.name));
+}
+
+Status LeaderElector::TryAcquireOrRenew() {
+  FLEXCSI_RETURN_IF_ERROR(ResolveLockKind());
+  const int lease_seconds = static_cast<int>(
+      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
+                               config_.lease_duration + std::chrono::milliseconds(999)).count()));
+  // Leases use MicroTime; the ConfigMap record uses metav1.Time.
+  const std::string now = use_lease_ ? NowRfc3339Micro() : NowRfc3339();
+  Record mine{config_.identity, lease_seconds, now, now, 0};
+
+  auto current = GetLockObject();
+  if (!current.ok()) {
+    if (!kube::IsNotFound(current.status())) return current.status();
+    nlohmann::json object = {{"metadata", {{"name", config_.name},
+                                           {"namespace", config_.namespace_}}}};
+    if (use_lease_) {
+      object["apiVersion"] = "coordination.k8s.io/v1";
+      object["kind"] = "Lease";
+    } else {
+      object["apiVersion"] = "v1";
+      object["kind"] = "ConfigMap";
+    }
+    auto created = client_->Create(Collection(), WithRecord(object, mine));
+    if (!created.ok()) return created.status();
+    observed_ = mine;
+    observed_raw_ = created->dump();
+    observed_at_ = Clock::now();
+    return Status::Ok();
+  }
+
+  Record theirs = ReadRecord(*current);
+  const std::string raw = ReadRecord(*current).holder + "|" + theirs.renew_time + "|" +
+                          std::to_string(theirs.transitions);
+  if (raw != observed_raw_) {
+    observed_raw_ = raw;
+    observed_at_ = Clock::now();
+    observed_ = theirs;
+  }
+  const bool held_by_other = !theirs.holder.empty() && theirs.holder != config_.identity;
+  const auto expires =
+      observed_at_ + std::chrono::seconds(theirs.lease_seconds > 0 ? theirs.lease_seconds : 0);
+  if (held_by_other && Clock::now() < expires) {
+    return FailedPrecondition("lock held by " + theirs.holder);
+  }
+  if (theirs.holder == config_.identity) {
+    if (!theirs.acquire_time.empty()) mine.acquire_time = theirs.acquire_time;
+    mine.transitions = theirs.transitions;
+  } else {
+    mine.transitions = theirs.transitions + 1;
+  }
+  // Update with the read resourceVersion: a concurrent candidate's write makes this a 409.
+  auto updated = client_->Update(Collection().Named(config_.name), WithRecord(*current, mine));
+  if (!updated.ok()) return updated.status();
+  observed_ = mine;
+  observed_raw_ = mine.holder + "|" + mine.renew_time + "|" + std::to_string(mine.transitions);
+  observed_at_ = Clock::now();
+  return Status::Ok();
+}
+
+void LeaderElector::Release() {
+  auto current = GetLockObject();
+  if (!current.ok()) return;
+  Record r = ReadRecord(*current);
+  if (r.holder != config_.identity) return;
+  // client-go's ReleaseOnCancel: an empty holder with a 1 s lease lets a successor in at once.
+  r.holder = "";
+  r.lease_seconds = 1;
+  r.renew_time = use_lease_ ? NowRfc3339Micro() : NowRfc3339();
+  auto s = client_->Update(Collection().Named(config_.name), WithRecord(*current, r));
+  if (!s.ok()) spdlog::warn("leader election: release failed: {}", s.status().ToString());
+}
+
+void LeaderElector::Run(const std::atomic<bool>& stop,
+                        const std::function<void()>& on_started_leading,
+                        const std::function<void()>& on_stopped_leading) {
+  auto sleep = [&](std::chrono::milliseconds d) {
+    const auto until = Clock::now() + d;
+    while (!stop && Clock::now() < until) {
+      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(50),
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) +
+              std::chrono::milliseconds(1)));
+    }
+  };
+  // Campaign.
+  while (!stop) {
+    Status s = TryAcquireOrRenew();
+    if (s.ok()) break;
+    if (s.code() != Code::kFailedPrecondition) {
+      spdlog::info("leader election: not acquired: {}", s.ToString());
+    }
+    sleep(config_.retry_period);
+  }
+  if (stop) return;
+  leading_ = true;
+  spdlog::info("leader election: {} became leader", config_.identity);
+  on_started_leading();
+  // Renew until a renewal fails for longer than renew_deadline.
+  auto last_renewed = Clock::now();
+  while (!stop) {
+    sleep(config_.retry_period);
+    if (stop) break;
+    Status s = TryAcquireOrRenew();
+    if (s.ok()) {
+      last_renewed = Clock::now();
+      continue;
+    }
+    spdlog::warn("leader election: renew failed: {}", s.ToString());
+    if (s.code() == Code::kFailedPrecondition ||
+        Clock::now() - last_renewed > config_.renew_deadline) {
+      break;
+    }
+  }
+  leading_ = false;
+  spdlog::info("leader election: {} stopped leading", config_.identity);
+  if (stop) Release();
+  on_stopped_leading();
+}
+
+}  // namespace flexcsi::controller

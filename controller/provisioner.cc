@@ -1,0 +1,289 @@
+#include "controller/provisioner.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controller/fault_points.h"
+#include "controller/flex_pv.h"
+#include "controller/intent_journal.h"
+#include "controller/quantity.h"
+
+namespace flexcsi::controller {
+namespace {
+
+kube::ResourcePath Claims(const std::string& ns) {
+  return kube::ResourcePath::Core("persistentvolumeclaims", ns);
+}
+kube::ResourcePath PVs() { return kube::ResourcePath::Core("persistentvolumes"); }
+
+int64_t BytesOr0(const std::string& q) {
+  if (q.empty()) return 0;
+  auto b = ParseStorageQuantity(q);
+  return b.ok() ? *b : 0;
+}
+
+}  // namespace
+
+void Provisioner::Failed(const nlohmann::json& claim, const std::string& storage_class,
+                         const Status& why) {
+  // external-provisioner's wording, so runbooks written for CSI clusters still match.
+  ctx_.events->Record(claim, kEventWarning, "ProvisioningFailed",
+                      "failed to provision volume with StorageClass \"" + storage_class +
+                          "\": " + why.message());
+}
+
+Status Provisioner::SyncClaim(const std::string& ns, const std::string& name) {
+  auto claim = ctx_.client->Get(Claims(ns).Named(name));
+  if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
+  return SyncClaim(*claim);
+}
+
+Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
+  const nlohmann::json* claim = &claim_json;
+  const std::string requested = RequestedProvisioner(*claim);
+  const DriverConfig* driver = ctx_.DriverByProvisioner(requested);
+  if (driver == nullptr) return Status::Ok();
+  const std::string class_name = JStr(JField(*claim, "spec"), "storageClassName");
+  if (class_name.empty()) return Status::Ok();
+  auto sc = ctx_.client->Get(
+      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  if (!sc.ok()) {
+    if (kube::IsNotFound(sc.status())) {
+      Failed(*claim, class_name, NotFound("storageclass.storage.k8s.io \"" + class_name +
+                                          "\" not found"));
+    }
+    return sc.status();
+  }
+  if (!ClaimNeedsProvisioning(*claim, *sc, driver->provisioner)) return Status::Ok();
+  if (JStr(*sc, "provisioner") != driver->provisioner) return Status::Ok();
+  return Provision(*claim, *sc, *driver);
+}
+
+StatusOr<ContentSource> Provisioner::ResolveDataSource(const nlohmann::json& claim,
+                                                       const DriverConfig& driver) {
+  const auto& spec = JField(claim, "spec");
+  nlohmann::json source = JField(spec, "dataSourceRef");
+  if (source.is_null()) source = JField(spec, "dataSource");
+  if (source.is_null()) return ContentSource{};
+  const std::string ns = JStr(JField(claim, "metadata"), "namespace");
+  const std::string kind = JStr(source, "kind");
+  const std::string source_name = JStr(source, "name");
+  const int64_t requested =
+      BytesOr0(JStr(JField(JField(spec, "resources"), "requests"), "storage"));
+  if (kind == "PersistentVolumeClaim" && JStr(source, "apiGroup").empty()) {
+    auto src = ctx_.client->Get(Claims(ns).Named(source_name));
+    if (!src.ok()) {
+      return NotFound("clone source claim " + ns + "/" + source_name + " not found");
+    }
+    if (JStr(JField(*src, "status"), "phase") != "Bound") {
+      return FailedPrecondition("clone source claim " + source_name + " is not Bound");
+    }
+    const int64_t source_bytes =
+        BytesOr0(JStr(JField(JField(*src, "status"), "capacity"), "storage"));
+    if (requested < source_bytes) {
+      return InvalidArgument("the clone requests " + std::to_string(requested) +
+                             " bytes, less than its source's " + std::to_string(source_bytes));
+    }
+    auto pv = ctx_.client->Get(PVs().Named(JStr(JField(*src, "spec"), "volumeName")));
+    if (!pv.ok()) return pv.status().WithContext("clone source volume");
+    const DriverConfig* source_driver = DriverOfPV(ctx_.bridge, *pv);
+    if (source_driver != &driver) {
+      return InvalidArgument("clone source " + source_name + " is not a volume of driver " +
+                             driver.flex_driver);
+    }
+    auto volume = CsiVolumeOfPV(driver, *pv);
+    if (!volume.ok()) return volume.status();
+    return ContentSource{ContentSource::kVolume, volume->volume_handle};
+  }
+  if (kind == "VolumeSnapshot" && JStr(source, "apiGroup") == "snapshot.storage.k8s.io") {
+    auto snap = ctx_.client->Get(
+        kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshots", ns)
+            .Named(source_name));
+    if (!snap.ok()) return NotFound("snapshot " + ns + "/" + source_name + " not found");
+    const auto& status = JField(*snap, "status");
+    if (!JField(status, "readyToUse").is_boolean() || !status["readyToUse"].get<bool>()) {
+      return FailedPrecondition("snapshot " + source_name + " is not ready to use");
+    }
+    const std::string content_name = JStr(status, "boundVolumeSnapshotContentName");
+    auto content = ctx_.client->Get(
+        kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshotcontents")
+            .Named(content_name));
+    if (!content.ok()) return content.status().WithContext("snapshot content " + content_name);
+    if (JStr(JField(*content, "spec"), "driver") != driver.CsiDriver()) {
+      return InvalidArgument("snapshot " + source_name + " belongs to another driver");
+    }
+    const std::string handle = JStr(JField(*content, "status"), "snapshotHandle");
+    if (handle.empty()) return FailedPrecondition("snapshot " + source_name + " has no handle");
+    const auto& restore = JField(JField(*content, "status"), "restoreSize");
+    if (restore.is_number_integer() && requested < restore.get<int64_t>()) {
+      return InvalidArgument("the claim requests less than the snapshot's restoreSize " +
+                             std::to_string(restore.get<int64_t>()));
+    }
+    return ContentSource{ContentSource::kSnapshot, handle};
+  }
+  return InvalidArgument("dataSource " + JStr(source, "apiGroup") + "/" + kind +
+                         " is not supported (PersistentVolumeClaim or VolumeSnapshot)");
+}
+
+Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json& sc,
+                              const DriverConfig& driver) {
+  const auto& meta = JField(claim, "metadata");
+  const std::string ns = JStr(meta, "namespace");
+  const std::string name = JStr(meta, "name");
+  const std::string uid = JStr(meta, "uid");
+  const std::string class_name = JStr(JField(sc, "metadata"), "name");
+  const std::string pv_name = "pvc-" + uid;
+
+  // 1. Already done (e.g. crashed after the PV create, before the claim was bound)?
+  auto existing = ctx_.client->Get(PVs().Named(pv_name));
+  if (existing.ok()) return ctx_.journal->Finish(pv_name);
+  if (!kube::IsNotFound(existing.status())) return existing.status();
+
+  const std::string node_name = Annotation(claim, kAnnSelectedNode);
+  std::optional<nlohmann::json> node;
+  if (!node_name.empty()) {
+    auto n = ctx_.client->Get(kube::ResourcePath::Core("nodes").Named(node_name));
+    if (!n.ok()) {
+      Failed(claim, class_name, n.status().WithContext("selected node " + node_name));
+      return n.status();
+    }
+    node = *n;
+  }
+  auto source = ResolveDataSource(claim, driver);
+  if (!source.ok()) {
+    Failed(claim, class_name, source.status());
+    return source.status();
+  }
+  const std::vector<std::string> keys =
+      ctx_.TopologyKeys(driver, node_name);
+  auto plan = PlanProvision(driver, claim, sc, node ? &*node : nullptr, keys, *source);
+  if (!plan.ok()) {
+    Failed(claim, class_name, plan.status());
+    return plan.status();
+  }
+  ctx_.events->Record(claim, kEventNormal, "Provisioning",
+                      "External provisioner is provisioning volume for claim \"" + ns + "/" +
+                          name + "\"");
+
+  // 2. The journal row, before anything exists in the driver.
+  Intent intent{pv_name, ns, name, uid, driver.flex_driver, plan->request.SerializeAsString(), ""};
+  FLEXCSI_RETURN_IF_ERROR(ctx_.journal->Begin(intent));
+  CrashPoint("journal-begin");
+
+  // 3. CreateVolume, with the provisioner secret read now and never stored.
+  csi::v1::CreateVolumeRequest request = plan->request;
+  if (plan->provisioner_secret) {
+    auto data = ctx_.SecretData(*plan->provisioner_secret);
+    if (!data.ok()) {
+      Failed(claim, class_name, data.status());
+      return data.status();
+    }
+    for (const auto& [k, v] : *data) (*request.mutable_secrets())[k] = v;
+  }
+  auto created = ctx_.Csi(driver).CreateVolume(request, Deadline::In(ctx_.timeout));
+  if (!created.ok()) {
+    Failed(claim, class_name, created.status());
+    // A final error means nothing was created; anything else may still be in flight, and the
+    // row stays so that the volume is found again (retry) or deleted (claim gone).
+    if (IsFinalCsiError(created.status())) (void)ctx_.journal->Finish(pv_name);
+    return created.status();
+  }
+  CrashPoint("create-volume");
+  const csi::v1::Volume& volume = created->volume();
+  FLEXCSI_RETURN_IF_ERROR(ctx_.journal->SetVolumeId(pv_name, volume.volume_id()));
+
+  auto pv = BuildFlexVolumePV(driver, *plan, volume, claim, driver.provisioner);
+  if (!pv.ok()) {
+    Failed(claim, class_name, pv.status());
+    csi::v1::DeleteVolumeRequest del;
+    del.set_volume_id(volume.volume_id());
+    for (const auto& [k, v] : request.secrets()) (*del.mutable_secrets())[k] = v;
+    FLEXCSI_RETURN_IF_ERROR(ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)));
+    (void)ctx_.journal->Finish(pv_name);
+    return pv.status();
+  }
+
+  // 5. The claim may have been deleted (or replaced) while the driver worked.
+  auto live = ctx_.client->Get(Claims(ns).Named(name));
+  if (!live.ok() && !kube::IsNotFound(live.status())) return live.status();
+  if (!live.ok() || JStr(JField(*live, "metadata"), "uid") != uid) {
+    spdlog::info("claim {}/{} ({}) vanished during provisioning; deleting volume {}", ns, name,
+                 uid, volume.volume_id());
+    csi::v1::DeleteVolumeRequest del;
+    del.set_volume_id(volume.volume_id());
+    for (const auto& [k, v] : request.secrets()) (*del.mutable_secrets())[k] = v;
+    FLEXCSI_RETURN_IF_ERROR(ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)));
+    return ctx_.journal->Finish(pv_name);
+  }
+
+  // 6. The PV. AlreadyExists: an earlier attempt created it before crashing.
+  auto made = ctx_.client->Create(PVs(), *pv);
+  if (!made.ok() && !kube::IsAlreadyExists(made.status())) {
+    Failed(claim, class_name, made.status().WithContext("creating PV " + pv_name));
+    return made.status();
+  }
+  CrashPoint("pv-create");
+  FLEXCSI_RETURN_IF_ERROR(ctx_.journal->Finish(pv_name));
+  ctx_.events->Record(claim, kEventNormal, "ProvisioningSucceeded",
+                      "Successfully provisioned volume " + pv_name);
+  return Status::Ok();
+}
+
+Status Provisioner::UndoIntent(const Intent& intent) {
+  const DriverConfig* driver = ctx_.bridge.FindDriver(intent.flex_driver);
+  if (driver == nullptr) {
+    return FailedPrecondition("journal row " + intent.volume_name + " names driver " +
+                              intent.flex_driver + ", which is no longer configured");
+  }
+  std::string volume_id = intent.volume_id;
+  if (volume_id.empty()) {
+    // The response was lost. CreateVolume is idempotent by name: repeating it returns the
+    // volume if it exists (and creates it if it never did, which the delete then undoes).
+    csi::v1::CreateVolumeRequest request;
+    if (!request.ParseFromString(intent.request)) {
+      return Internal("journal row " + intent.volume_name + " holds an unreadable request");
+    }
+    auto again = ctx_.Csi(*driver).CreateVolume(request, Deadline::In(ctx_.timeout));
+    if (!again.ok()) return again.status().WithContext("re-finding " + intent.volume_name);
+    volume_id = again->volume().volume_id();
+  }
+  csi::v1::DeleteVolumeRequest del;
+  del.set_volume_id(volume_id);
+  FLEXCSI_RETURN_IF_ERROR(ctx_.Csi(*driver).DeleteVolume(del, Deadline::In(ctx_.timeout)));
+  spdlog::info("deleted volume {} ({}): its claim {}/{} is gone", volume_id, intent.volume_name,
+               intent.claim_namespace, intent.claim_name);
+  return ctx_.journal->Finish(intent.volume_name);
+}
+
+Status Provisioner::RecoverJournal() {
+  auto intents = ctx_.journal->List();
+  if (!intents.ok()) return intents.status();
+  Status result;
+  for (const Intent& intent : *intents) {
+    auto pv = ctx_.client->Get(PVs().Named(intent.volume_name));
+    if (pv.ok()) {
+      (void)ctx_.journal->Finish(intent.volume_name);
+      continue;
+    }
+    if (!kube::IsNotFound(pv.status())) {
+      result = pv.status();
+      continue;
+    }
+    auto claim = ctx_.client->Get(Claims(intent.claim_namespace).Named(intent.claim_name));
+    if (claim.ok() && JStr(JField(*claim, "metadata"), "uid") == intent.claim_uid &&
+        !BeingDeleted(*claim)) {
+      // Still wanted: provisioning it again finds the same volume.
+      Status s = SyncClaim(intent.claim_namespace, intent.claim_name);
+      if (!s.ok()) result = s;
+      continue;
+    }
+    if (!claim.ok() && !kube::IsNotFound(claim.status())) {
+      result = claim.status();
+      continue;
+    }
+    Status s = UndoIntent(intent);
+    if (!s.ok()) result = s;
+  }
+  return result;
+}
+
+}  // namespace flexcsi::controller

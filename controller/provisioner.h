@@ -1,0 +1,46 @@
+// Provisioner: turns Pending claims of our provisioners into a CSI volume plus a bound-to-be
+// FlexVolume PV, and recovers from crashes through the intent journal.
+//
+// Order of one provisioning (each step safe to repeat after a crash at any point):
+//   1. PV pvc-<uid> exists?  -> done (the journal row, if any, is finished).
+//   2. journal row "about to create pvc-<uid> for claim <uid>"       (fsync'd)
+//   3. CreateVolume(name = pvc-<uid>)   idempotent: a repeat returns the same volume
+//   4. journal row gets the volume id
+//   5. claim still there with that uid? no -> DeleteVolume, finish the row
+//   6. create the PV (AlreadyExists counts as created)                -> finish the row
+// So a claim never gets two volumes, no PV exists without its volume, and a volume without a
+// PV always has a row that leads to either its PV or its deletion (RecoverJournal).
+#pragma once
+
+#include <string>
+
+#include "controller/controller_context.h"
+#include "controller/provision_plan.h"
+
+namespace flexcsi::controller {
+
+class Provisioner {
+ public:
+  explicit Provisioner(ControllerContext& ctx) : ctx_(ctx) {}
+
+  // Provisions the claim if it is ours and ready. A non-OK status means "retry later"; the
+  // reason has already been recorded as a ProvisioningFailed event where the user should see it.
+  Status SyncClaim(const std::string& namespace_, const std::string& name);
+  Status SyncClaim(const nlohmann::json& claim);
+
+  // Finishes or undoes every journal row whose claim is not being provisioned right now.
+  Status RecoverJournal();
+
+ private:
+  Status Provision(const nlohmann::json& claim, const nlohmann::json& storage_class,
+                   const DriverConfig& driver);
+  StatusOr<ContentSource> ResolveDataSource(const nlohmann::json& claim,
+                                            const DriverConfig& driver);
+  // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.
+  Status UndoIntent(const struct Intent& intent);
+  void Failed(const nlohmann::json& claim, const std::string& storage_class, const Status& why);
+
+  ControllerContext& ctx_;
+};
+
+}  // namespace flexcsi::controller

@@ -1,0 +1,222 @@
+#include "controller/snapshotter.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controller/fault_points.h"
+#include "controller/flex_pv.h"
+
+namespace flexcsi::controller {
+namespace {
+
+constexpr const char* kGroup = "snapshot.storage.k8s.io/v1";
+
+kube::ResourcePath Snapshots(const std::string& ns) {
+  return kube::ResourcePath::Group(kGroup, "volumesnapshots", ns);
+}
+kube::ResourcePath Contents() { return kube::ResourcePath::Group(kGroup, "volumesnapshotcontents"); }
+
+nlohmann::json WithKind(nlohmann::json snapshot) {
+  snapshot["kind"] = "VolumeSnapshot";
+  snapshot["apiVersion"] = kGroup;
+  return snapshot;
+}
+
+nlohmann::json WithoutFinalizer(nlohmann::json object, const std::string& finalizer) {
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& f : object["metadata"]["finalizers"]) {
+    if (f != finalizer) kept.push_back(f);
+  }
+  object["metadata"]["finalizers"] = kept;
+  return object;
+}
+
+}  // namespace
+
+Status Snapshotter::Fail(const nlohmann::json& snapshot, const Status& why) {
+  ctx_.events->Record(WithKind(snapshot), kEventWarning, "SnapshotCreationFailed",
+                      "Failed to create snapshot: " + why.message());
+  return why;
+}
+
+Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name) {
+  auto snap = ctx_.client->Get(Snapshots(ns).Named(name));
+  if (!snap.ok()) return kube::IsNotFound(snap.status()) ? Status::Ok() : snap.status();
+  const auto& meta = JField(*snap, "metadata");
+  const std::string uid = JStr(meta, "uid");
+  const std::string content_name = "snapcontent-" + uid;
+  const auto& source = JField(JField(*snap, "spec"), "source");
+  const std::string claim_name = JStr(source, "persistentVolumeClaimName");
+
+  if (BeingDeleted(*snap)) {
+    // The content follows its snapshot: with deletionPolicy Delete it goes, with Retain it stays.
+    auto content = ctx_.client->Get(Contents().Named(content_name));
+    if (content.ok() && !BeingDeleted(*content) &&
+        JStr(JField(*content, "spec"), "deletionPolicy") == "Delete") {
+      auto d = ctx_.client->Delete(Contents().Named(content_name));
+      if (!d.ok() && !kube::IsNotFound(d.status())) return d.status();
+    }
+    if (HasFinalizer(*snap, kSnapshotBoundFinalizer)) {
+      auto u = ctx_.client->Update(Snapshots(ns).Named(name),
+                                   WithoutFinalizer(*snap, kSnapshotBoundFinalizer));
+      if (!u.ok() && !kube::IsNotFound(u.status())) return u.status();
+    }
+    return Status::Ok();
+  }
+  if (claim_name.empty()) return Status::Ok();  // pre-provisioned: not handled here
+
+  auto claim = ctx_.client->Get(
+      kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(claim_name));
+  if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
+  const std::string pv_name = JStr(JField(*claim, "spec"), "volumeName");
+  if (pv_name.empty()) return Status::Ok();
+  auto pv = ctx_.client->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
+  if (!pv.ok()) return pv.status();
+  const DriverConfig* driver = DriverOfPV(ctx_.bridge, *pv);
+  if (driver == nullptr) return Status::Ok();  // not one of ours
+
+  auto content = ctx_.client->Get(Contents().Named(content_name));
+  if (!content.ok()) {
+    if (!kube::IsNotFound(content.status())) return content.status();
+    std::string deletion_policy = "Delete";
+    const std::string class_name = JStr(JField(*snap, "spec"), "volumeSnapshotClassName");
+    if (!class_name.empty()) {
+      auto cls = ctx_.client->Get(
+          kube::ResourcePath::Group(kGroup, "volumesnapshotclasses").Named(class_name));
+      if (!cls.ok()) return Fail(*snap, cls.status().WithContext("snapshot class " + class_name));
+      if (JStr(*cls, "driver") != driver->CsiDriver()) {
+        return Fail(*snap, InvalidArgument("snapshot class " + class_name + " is for driver " +
+                                           JStr(*cls, "driver")));
+      }
+      if (!JStr(*cls, "deletionPolicy").empty()) deletion_policy = JStr(*cls, "deletionPolicy");
+    }
+    auto volume = CsiVolumeOfPV(*driver, *pv);
+    if (!volume.ok()) return Fail(*snap, volume.status());
+    nlohmann::json body = {
+        {"apiVersion", kGroup},
+        {"kind", "VolumeSnapshotContent"},
+        {"metadata", {{"name", content_name}, {"finalizers", {kContentFinalizer}}}},
+        {"spec",
+         {{"driver", driver->CsiDriver()},
+          {"deletionPolicy", deletion_policy},
+          {"source", {{"volumeHandle", volume->volume_handle}}},
+          {"volumeSnapshotRef",
+           {{"kind", "VolumeSnapshot"},
+            {"apiVersion", kGroup},
+            {"namespace", ns},
+            {"name", name},
+            {"uid", uid}}}}}};
+    if (!class_name.empty()) body["spec"]["volumeSnapshotClassName"] = class_name;
+    auto made = ctx_.client->Create(Contents(), body);
+    if (!made.ok() && !kube::IsAlreadyExists(made.status())) return made.status();
+    content = ctx_.client->Get(Contents().Named(content_name));
+    if (!content.ok()) return content.status();
+  }
+  if (!HasFinalizer(*snap, kSnapshotBoundFinalizer)) {
+    nlohmann::json updated = *snap;
+    updated["metadata"]["finalizers"].push_back(kSnapshotBoundFinalizer);
+    auto u = ctx_.client->Update(Snapshots(ns).Named(name), updated);
+    if (!u.ok()) return u.status();
+  }
+  const auto& cs = JField(*content, "status");
+  nlohmann::json status = {{"boundVolumeSnapshotContentName", content_name},
+                           {"readyToUse", JField(cs, "readyToUse").is_boolean()
+                                              ? cs["readyToUse"].get<bool>()
+                                              : false}};
+  if (JField(cs, "restoreSize").is_number_integer()) {
+    status["restoreSize"] = std::to_string(cs["restoreSize"].get<int64_t>());
+  }
+  if (JField(cs, "creationTime").is_number_integer()) {
+    const int64_t ns_time = cs["creationTime"].get<int64_t>();
+    const std::time_t secs = static_cast<std::time_t>(ns_time / 1000000000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    status["creationTime"] = buf;
+  }
+  const auto& current = JField(*snap, "status");
+  if (JField(current, "readyToUse") != status["readyToUse"] ||
+      JField(current, "boundVolumeSnapshotContentName") != status["boundVolumeSnapshotContentName"]) {
+    auto p = ctx_.client->Patch(Snapshots(ns).Named(name).Sub("status"), kube::PatchType::kMerge,
+                                {{"status", status}});
+    if (!p.ok()) return p.status();
+    if (status["readyToUse"] == true) {
+      ctx_.events->Record(WithKind(*snap), kEventNormal, "SnapshotReady",
+                          "Snapshot " + ns + "/" + name + " is ready to use.");
+    }
+  }
+  // Not ready yet: the content's sync will make it so; come back.
+  return status["readyToUse"] == true ? Status::Ok() : Unavailable("snapshot not ready yet");
+}
+
+Status Snapshotter::SyncContent(const std::string& name) {
+  auto content = ctx_.client->Get(Contents().Named(name));
+  if (!content.ok()) return kube::IsNotFound(content.status()) ? Status::Ok() : content.status();
+  const auto& spec = JField(*content, "spec");
+  const DriverConfig* driver = nullptr;
+  for (const auto& d : ctx_.bridge.drivers) {
+    if (d.CsiDriver() == JStr(spec, "driver")) driver = &d;
+  }
+  if (driver == nullptr) return Status::Ok();
+  const std::string handle = JStr(JField(*content, "status"), "snapshotHandle");
+  const auto& ref = JField(spec, "volumeSnapshotRef");
+
+  // Is the content's snapshot gone (or being deleted)? Then the content goes too.
+  bool orphaned = BeingDeleted(*content);
+  if (!orphaned) {
+    auto snap = ctx_.client->Get(Snapshots(JStr(ref, "namespace")).Named(JStr(ref, "name")));
+    orphaned = (!snap.ok() && kube::IsNotFound(snap.status())) ||
+               (snap.ok() && JStr(JField(*snap, "metadata"), "uid") != JStr(ref, "uid"));
+  }
+  if (orphaned) {
+    if (JStr(spec, "deletionPolicy") == "Delete" && !handle.empty() &&
+        HasFinalizer(*content, kContentFinalizer)) {
+      csi::v1::DeleteSnapshotRequest del;
+      del.set_snapshot_id(handle);
+      Status s = ctx_.Csi(*driver).DeleteSnapshot(del, Deadline::In(ctx_.timeout));
+      if (!s.ok() && s.code() != Code::kNotFound) return s;
+      spdlog::info("deleted snapshot {} of content {}", handle, name);
+    }
+    if (!BeingDeleted(*content)) {
+      auto d = ctx_.client->Delete(Contents().Named(name));
+      if (!d.ok() && !kube::IsNotFound(d.status())) return d.status();
+      content = ctx_.client->Get(Contents().Named(name));
+      if (!content.ok()) return kube::IsNotFound(content.status()) ? Status::Ok() : content.status();
+    }
+    if (HasFinalizer(*content, kContentFinalizer)) {
+      auto u = ctx_.client->Update(Contents().Named(name),
+                                   WithoutFinalizer(*content, kContentFinalizer));
+      if (!u.ok() && !kube::IsNotFound(u.status())) return u.status();
+    }
+    return Status::Ok();
+  }
+  if (!handle.empty()) return Status::Ok();
+  const std::string source_volume = JStr(JField(spec, "source"), "volumeHandle");
+  if (source_volume.empty()) return Status::Ok();
+
+  csi::v1::CreateSnapshotRequest req;
+  req.set_name("snapshot-" + JStr(ref, "uid"));
+  req.set_source_volume_id(source_volume);
+  auto made = ctx_.Csi(*driver).CreateSnapshot(req, Deadline::In(ctx_.timeout));
+  if (!made.ok()) {
+    auto snap = ctx_.client->Get(Snapshots(JStr(ref, "namespace")).Named(JStr(ref, "name")));
+    if (snap.ok()) (void)Fail(*snap, made.status());
+    return made.status();
+  }
+  CrashPoint("create-snapshot");
+  const auto& s = made->snapshot();
+  const int64_t created_ns =
+      s.has_creation_time()
+          ? s.creation_time().seconds() * 1000000000 + s.creation_time().nanos()
+          : 0;
+  nlohmann::json status = {{"snapshotHandle", s.snapshot_id()},
+                           {"readyToUse", s.ready_to_use()},
+                           {"restoreSize", s.size_bytes()},
+                           {"creationTime", created_ns}};
+  auto p = ctx_.client->Patch(Contents().Named(name).Sub("status"), kube::PatchType::kMerge,
+                              {{"status", status}});
+  if (!p.ok()) return p.status();
+  return s.ready_to_use() ? Status::Ok() : Unavailable("snapshot not ready yet");
+}
+
+}  // namespace flexcsi::controller

@@ -229,6 +229,44 @@ TEST_F(NoMountStageTest, PublishMountsTheDevice) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
+// ControllerPublishVolume(readonly) makes the attachment read-only: every target, whatever its
+// own flag, is then a read-only filesystem.
+TEST_F(NoMountStageTest, ReadOnlyAttachmentIsReadOnly) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-ro-attach", 16 * kMiB, cap);
+  // Format it first through a writable attachment: a read-only one cannot make a filesystem.
+  const std::string staging = MakeDir("staging");
+  MakeDir("pods");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/w"), cap));
+  WriteFile(PathIn("pods/w/f"), "before");
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/w")));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+
+  csi::v1::ControllerPublishVolumeRequest cp;
+  cp.set_volume_id(id);
+  cp.set_node_id(node_id());
+  cp.set_readonly(true);
+  *cp.mutable_volume_capability() = cap;
+  csi::v1::ControllerPublishVolumeResponse cp_out;
+  ASSERT_TRUE(Call(cp, &cp_out).ok());
+  const std::map<std::string, std::string> context(cp_out.publish_context().begin(),
+                                                   cp_out.publish_context().end());
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context));
+  csi::v1::NodePublishVolumeRequest publish;
+  publish.set_volume_id(id);
+  publish.set_staging_target_path(staging);
+  publish.set_target_path(PathIn("pods/r"));
+  *publish.mutable_volume_capability() = cap;
+  publish.mutable_publish_context()->insert(context.begin(), context.end());
+  ASSERT_TRUE(Call(publish).ok());
+  EXPECT_EQ(ReadFile(PathIn("pods/r/f")), "before");
+  EXPECT_EQ(CreateFileErrno(PathIn("pods/r")), EROFS);
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/r")));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  ASSERT_NO_FATAL_FAILURE(ControllerUnpublish(id));
+}
+
 // Growth in this shape, xfs (it grows online with CAP_SYS_ADMIN alone): through a writable
 // target even when the path the CO names is a read-only pod's target, mounted first.
 TEST_F(NoMountStageTest, GrowsViaWritableTarget) {

@@ -494,6 +494,29 @@ TEST_F(KubeClientTest, OneClientServesManyThreads) {
   EXPECT_EQ((*list)["items"].size(), static_cast<size_t>(kThreads * kEach));
 }
 
+// A server that accepts connections and then says nothing (a hung process, a black-holing
+// load balancer): the call ends at the request timeout, never hangs.
+TEST(KubeClientCrashTest, SilentServerEndsAtRequestTimeout) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 8), 0);  // the kernel completes handshakes; nobody answers
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  ClientConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  config.request_timeout = std::chrono::milliseconds(1500);
+  std::unique_ptr<KubeClient> client = Connect(config);
+  auto start = std::chrono::steady_clock::now();
+  Status s = client->Get(ResourcePath::Core("pods", "default").Named("p")).status();
+  auto took = std::chrono::steady_clock::now() - start;
+  close(listener);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s.ToString();
+  EXPECT_LT(took, std::chrono::seconds(4));
+}
+
 TEST_F(KubeClientTest, TokenFileIsReadAgainForEveryRequest) {
   std::string token_file = dir_ + "/rotating-token";
   std::ofstream(token_file) << "stale-token\n";

@@ -24,7 +24,8 @@ Status MakeFilesystem(const std::string& device, const std::string& fs_type);
 Status GrowUnmountedFilesystem(const std::string& fs_type, const std::string& device);
 
 // Grows the mounted filesystem on `device` (mounted at `mount_path`) to the device's size.
-// A no-op when it already fills the device.
+// A no-op when it already fills the device. `mount_path` must be a writable mount of it: the
+// kernel refuses to resize through a read-only mount point.
 Status GrowFilesystem(const std::string& fs_type, const std::string& device,
                       const std::string& mount_path);
 

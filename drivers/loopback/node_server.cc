@@ -205,6 +205,12 @@ Status NodeServer::MountDevice(const std::string& device, const std::string& fs_
     }
     FLEXCSI_RETURN_IF_ERROR(
         Mount(device, path, fs_type, MountOptionsFor(capability, fs_type, superblock_readonly)));
+    // xfs grows only mounted, and only through a writable mount point: before a read-only
+    // target is made read-only.
+    if (grow && fs_type == "xfs") {
+      Status grown = GrowFilesystem(fs_type, device, path);
+      if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, path, grown.ToString());
+    }
     if (readonly && !superblock_readonly) {
       Status made_ro = MakeMountReadOnly(path);
       if (!made_ro.ok()) {
@@ -213,10 +219,6 @@ Status NodeServer::MountDevice(const std::string& device, const std::string& fs_
         if (!undone.ok()) spdlog::warn("undoing {}: {}", path, undone.ToString());
         return made_ro;
       }
-    }
-    if (grow && fs_type == "xfs") {
-      Status grown = GrowFilesystem(fs_type, device, path);
-      if (!grown.ok()) spdlog::warn("growing {} on {}: {}", fs_type, path, grown.ToString());
     }
   }
   return ApplyMountGroup(path, capability, readonly);

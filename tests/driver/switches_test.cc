@@ -229,6 +229,35 @@ TEST_F(NoMountStageTest, PublishMountsTheDevice) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
+// A driver killed with publications in place finds them again: repeats are OK and each target
+// keeps its own read-only flag, conflicts included.
+TEST_F(NoMountStageTest, CrashKeepsPublications) {
+  const VolumeCapability cap = MountCapability();
+  const std::string id = CreateVolume("pvc-crash", 16 * kMiB, cap);
+  const std::string staging = MakeDir("staging");
+  MakeDir("pods");
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/rw"), cap, false));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/ro"), cap, true));
+  ASSERT_NO_FATAL_FAILURE(RestartDriver(/*crash=*/true));
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/rw"), cap, false));
+  ASSERT_NO_FATAL_FAILURE(Publish(id, staging, PathIn("pods/ro"), cap, true));
+  csi::v1::NodePublishVolumeRequest flipped;
+  flipped.set_volume_id(id);
+  flipped.set_staging_target_path(staging);
+  flipped.set_target_path(PathIn("pods/ro"));
+  *flipped.mutable_volume_capability() = cap;
+  EXPECT_EQ(Call(flipped).error_code(), StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(CreateFileErrno(PathIn("pods/ro")), EROFS);
+  EXPECT_EQ(CreateFileErrno(PathIn("pods/rw")), 0);
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/rw")));
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/ro")));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+  EXPECT_TRUE(MountPointsBelow(test_dir()).empty());
+}
+
 // ControllerPublishVolume(readonly) makes the attachment read-only: every target, whatever its
 // own flag, is then a read-only filesystem.
 TEST_F(NoMountStageTest, ReadOnlyAttachmentIsReadOnly) {

@@ -1,1 +1,271 @@
+// kill -9 of `flexcsi migrate` right after each journaled step (before its write) and right after
+// each step's writes (before the next is journaled), then `apply` again resumes, or `rollback`
+// restores the original PV, binding and replicas exactly. And an API server that goes away
+// mid-run: a clear failure, the journal intact, and a resume once it is back.
+#include <gtest/gtest.h>
+#include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "migrate/cluster_objects.h"
+#include "migrate/journal.h"
+#include "migrate/pv_mover.h"
+#include "tests/migrate/migrate_test_env.h"
+#include "translator/flexvolume_rules.h"
+#include "translator/translator.h"
+
+namespace flexcsi::migrate::testing {
+namespace {
+
+using kube::ResourcePath;
+
+ResourcePath Pv(const std::string& name) { return ResourcePath::Core("persistentvolumes").Named(name); }
+
+// One volume, its claim and a one-replica Deployment using it, each crashed at one point.
+struct Scenario {
+  std::string crash_at;  // FLEXCSI_MIGRATE_CRASH_AFTER value
+  std::string pv, claim, deployment, journal, source_field;
+  json original_pv;
+  json original_claim;
+};
+
+std::vector<std::string> CrashPoints(const std::vector<std::string>& steps) {
+  std::vector<std::string> points;
+  for (const auto& s : steps) {
+    points.push_back(s);
+    points.push_back(s + "+");
+  }
+  return points;
+}
+
+class MigrateCrashTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    env_ = new MigrateEnv();
+    Status s = env_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete env_;
+    env_ = nullptr;
+  }
+
+  // Creates one scenario per crash point, each with a Deployment holding the claim.
+  std::vector<Scenario> Prepare(const std::string& ns, const std::vector<std::string>& points) {
+    EXPECT_TRUE(env_->CreateNamespace(ns).ok());
+    std::vector<Scenario> out;
+    const auto sources = AllSources();
+    for (size_t i = 0; i < points.size(); ++i) {
+      Scenario s;
+      s.crash_at = points[i];
+      s.pv = ns + "-pv-" + std::to_string(i);
+      s.claim = "data-" + std::to_string(i);
+      s.deployment = "app-" + std::to_string(i);
+      s.journal = env_->dir() + "/journal-" + s.pv;
+      const auto& [field, source] = sources[i % sources.size()];
+      s.source_field = field;
+      auto pv = env_->CreateBoundVolume(ns, s.pv, s.claim, field,
+                                        DistinctSource(source, next_disk_++),
+                                        i % 2 == 0 ? "Delete" : "Retain");
+      EXPECT_TRUE(pv.ok()) << pv.status().ToString();
+      if (!pv.ok()) return {};
+      s.original_pv = *pv;
+      s.original_claim =
+          *env_->Get(ResourcePath::Core("persistentvolumeclaims", ns).Named(s.claim));
+      EXPECT_TRUE(env_->CreateDeployment(ns, s.deployment, s.claim, 1).ok());
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  std::vector<std::string> Args(const std::string& command, const Scenario& s) {
+    std::vector<std::string> args = {command, "--pv", s.pv, "--yes", "--journal", s.journal,
+                                     "--timeout", "30"};
+    if (command == "apply") {
+      args.insert(args.end(), {"--scale-down", "--rules", env_->rules_path()});
+    }
+    return args;
+  }
+
+  // Runs `command` for every scenario at once (separate journals), each with its crash point
+  // when `crash`; returns the runs in scenario order.
+  std::vector<ToolRun> RunAll(const std::string& command, const std::vector<Scenario>& scenarios,
+                              bool crash) {
+    std::vector<std::pair<pid_t, std::string>> pids;
+    for (const auto& s : scenarios) {
+      const std::string prefix = env_->dir() + "/" + s.pv + "-" + command + (crash ? "-crash" : "");
+      std::vector<std::string> extra_env;
+      if (crash) extra_env.push_back("FLEXCSI_MIGRATE_CRASH_AFTER=" + s.crash_at);
+      pids.push_back({env_->Spawn(Args(command, s), extra_env, prefix), prefix});
+    }
+    std::vector<ToolRun> runs;
+    for (const auto& [pid, prefix] : pids) runs.push_back(MigrateEnv::Wait(pid, prefix));
+    return runs;
+  }
+
+  void ExpectReplicas(const std::string& ns, const Scenario& s, int replicas) {
+    auto dep = env_->Get(ResourcePath::Group("apps/v1", "deployments", ns).Named(s.deployment));
+    ASSERT_TRUE(dep.ok());
+    EXPECT_EQ((*dep)["spec"]["replicas"], replicas) << s.crash_at;
+  }
+
+  static MigrateEnv* env_;
+  static int next_disk_;  // disks are never shared between scenarios of the suite
+};
+MigrateEnv* MigrateCrashTest::env_ = nullptr;
+int MigrateCrashTest::next_disk_ = 0;
+
+translator::Translator RulesTranslator() {
+  auto rules = translator::ParseFlexVolumeRulesText(kRulesYaml);
+  EXPECT_TRUE(rules.ok());
+  return translator::Translator(std::move(*rules));
+}
+
+TEST_F(MigrateCrashTest, KillAfterEveryStepThenApplyResumes) {
+  const std::string ns = "crash-resume";
+  std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
+  ASSERT_FALSE(scenarios.empty());
+  std::vector<ToolRun> crashed = RunAll("apply", scenarios, true);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at << ": " << crashed[i].out
+                                          << crashed[i].err;
+    // The journal names the step the run died in.
+    auto journal = MigrationJournal::OpenForReading(scenarios[i].journal);
+    ASSERT_TRUE(journal.ok()) << scenarios[i].crash_at;
+    auto record = (*journal)->Get(scenarios[i].pv);
+    ASSERT_TRUE(record.ok() && record->has_value()) << scenarios[i].crash_at;
+    std::string step = scenarios[i].crash_at;
+    if (step.back() == '+') step.pop_back();
+    EXPECT_EQ((*record)->step, step);
+  }
+  std::vector<ToolRun> resumed = RunAll("apply", scenarios, false);
+  const translator::Translator translator = RulesTranslator();
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& s = scenarios[i];
+    SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
+    EXPECT_EQ(resumed[i].exit_code, 0) << resumed[i].out << resumed[i].err;
+    auto live = env_->Get(Pv(s.pv));
+    ASSERT_TRUE(live.ok());
+    auto expected = translator.TranslateInTreePVToCSI(StripServerFields(s.original_pv));
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ((*live)["spec"]["csi"], (*expected)["spec"]["csi"]);
+    EXPECT_EQ((*live)["spec"]["persistentVolumeReclaimPolicy"],
+              s.original_pv["spec"]["persistentVolumeReclaimPolicy"]);
+    ExpectReplicas(ns, s, 1);
+    volumes.push_back({s.pv, s.claim});
+  }
+  ExpectNothingLost(*env_, ns, volumes);
+}
+
+TEST_F(MigrateCrashTest, KillAfterEveryStepThenRollbackRestores) {
+  const std::string ns = "crash-rollback";
+  std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
+  ASSERT_FALSE(scenarios.empty());
+  std::vector<ToolRun> crashed = RunAll("apply", scenarios, true);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at;
+  }
+  std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false);
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& s = scenarios[i];
+    SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
+    EXPECT_EQ(rolled[i].exit_code, 0) << rolled[i].out << rolled[i].err;
+    auto live = env_->Get(Pv(s.pv));
+    ASSERT_TRUE(live.ok());
+    // The original PV exactly: source, capacity, modes, policy, labels, annotations, and the
+    // binding to the same claim uid.
+    EXPECT_EQ(StripServerFields(*live)["spec"], StripServerFields(s.original_pv)["spec"]);
+    EXPECT_EQ((*live)["metadata"].value("labels", json()), s.original_pv["metadata"].value("labels", json()));
+    EXPECT_EQ((*live)["metadata"].value("annotations", json()),
+              s.original_pv["metadata"].value("annotations", json()));
+    EXPECT_EQ((*live)["status"]["phase"], "Bound");
+    auto claim = env_->Get(ResourcePath::Core("persistentvolumeclaims", ns).Named(s.claim));
+    ASSERT_TRUE(claim.ok());
+    EXPECT_EQ((*claim)["metadata"]["uid"], s.original_claim["metadata"]["uid"]);
+    EXPECT_EQ((*claim)["status"]["phase"], "Bound");
+    ExpectReplicas(ns, s, 1);
+    volumes.push_back({s.pv, s.claim});
+  }
+  ExpectNothingLost(*env_, ns, volumes);
+}
+
+// A rollback killed after each of its own steps, then run again, still ends at the original.
+TEST_F(MigrateCrashTest, KillDuringRollbackThenRollbackAgain) {
+  const std::string ns = "crash-in-rollback";
+  std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(RollbackSteps()));
+  ASSERT_FALSE(scenarios.empty());
+  std::vector<ToolRun> applied = RunAll("apply", scenarios, false);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    ASSERT_EQ(applied[i].exit_code, 0) << applied[i].out << applied[i].err;
+  }
+  std::vector<ToolRun> crashed = RunAll("rollback", scenarios, true);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at;
+  }
+  std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false);
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& s = scenarios[i];
+    SCOPED_TRACE("crash after " + s.crash_at);
+    EXPECT_EQ(rolled[i].exit_code, 0) << rolled[i].out << rolled[i].err;
+    auto live = env_->Get(Pv(s.pv));
+    ASSERT_TRUE(live.ok());
+    EXPECT_EQ(StripServerFields(*live)["spec"], StripServerFields(s.original_pv)["spec"]);
+    ExpectReplicas(ns, s, 1);
+    volumes.push_back({s.pv, s.claim});
+  }
+  ExpectNothingLost(*env_, ns, volumes);
+}
+
+// The API server dies while the tool is between a read and a write: the run fails with a clear
+// message, the journal keeps the step, and once the server is back `apply` finishes the job.
+TEST(MigrateServerLossTest, ServerGoneMidRunFailsCleanlyThenResumes) {
+  MigrateEnv env;
+  ASSERT_TRUE(env.Start().ok());
+  ASSERT_TRUE(env.CreateNamespace("loss").ok());
+  auto created = env.CreateBoundVolume("loss", "pv-loss", "data", "awsElasticBlockStore",
+                                       AllSources()[0].second, "Delete");
+  ASSERT_TRUE(created.ok());
+  const std::string journal = env.dir() + "/journal";
+  const std::string hold = env.dir() + "/hold";
+  std::filesystem::create_directories(hold);
+  const std::vector<std::string> args = {"apply", "--pv", "pv-loss", "--yes", "--journal",
+                                         journal, "--timeout", "20"};
+  pid_t pid = env.Spawn(args, {"FLEXCSI_MIGRATE_HOLD_DIR=" + hold}, hold + "/run");
+  for (int k = 0; k < 400 && !std::filesystem::exists(hold + "/held"); ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(std::filesystem::exists(hold + "/held"));
+  ASSERT_TRUE(env.server().Kill().ok());
+  std::ofstream(hold + "/go").put('\n');
+  ToolRun failed = MigrateEnv::Wait(pid, hold + "/run");
+  EXPECT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_NE(failed.out.find("failed"), std::string::npos) << failed.out;
+  EXPECT_NE(failed.out.find("retaining"), std::string::npos) << failed.out;
+
+  ToolRun status = env.Run({"status", "--journal", journal, "-o", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  json st = json::parse(status.out);
+  ASSERT_EQ(st["items"].size(), 1u);
+  EXPECT_EQ(st["items"][0]["step"], "retaining");
+  EXPECT_EQ(st["items"][0]["state"], "in-progress");
+  EXPECT_FALSE(st["items"][0]["lastError"].get<std::string>().empty());
+
+  ASSERT_TRUE(env.server().Restart().ok());
+  ASSERT_TRUE(env.Reconnect().ok());
+  ToolRun resumed = env.Run(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  auto live = env.Get(Pv("pv-loss"));
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ((*live)["spec"]["csi"]["driver"], "ebs.csi.aws.com");
+  EXPECT_EQ((*live)["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+  ExpectNothingLost(env, "loss", {{"pv-loss", "data"}});
+}
+
+}  // namespace
+}  // namespace flexcsi::migrate::testing

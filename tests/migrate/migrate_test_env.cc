@@ -89,6 +89,20 @@ std::vector<std::pair<std::string, json>> AllSources() {
   };
 }
 
+json DistinctSource(json source, int n) {
+  const std::string suffix = "-" + std::to_string(n);
+  for (const char* f : {"volumeID", "pdName", "diskName", "diskURI", "shareName", "volumePath",
+                        "image"}) {
+    if (source.contains(f) && source[f].is_string()) {
+      source[f] = source[f].get<std::string>() + suffix;
+    }
+  }
+  if (source.contains("options") && source["options"].contains("volumeID")) {
+    source["options"]["volumeID"] = source["options"]["volumeID"].get<std::string>() + suffix;
+  }
+  return source;
+}
+
 Status MigrateEnv::Start() {
   char tmpl[] = "/tmp/flexcsi-migrate-test.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Internal("mkdtemp failed");

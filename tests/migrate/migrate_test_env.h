@@ -33,6 +33,8 @@ constexpr const char* kRulesYaml =
 
 // The volume sources of the eight in-tree plugins and FlexVolume, keyed by spec field.
 std::vector<std::pair<std::string, json>> AllSources();
+// `source` naming a different disk: its id fields get "-<n>" (two PVs never share storage).
+json DistinctSource(json source, int n);
 
 class MigrateEnv {
  public:

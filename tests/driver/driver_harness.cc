@@ -85,8 +85,6 @@ DriverProcess::~DriverProcess() { Stop(); }
   }
   pid_ = pid;
 
-  auto channel = grpc::CreateChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials());
-  auto identity = csi::v1::Identity::NewStub(channel);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < give_up) {
     int status = 0;
@@ -96,6 +94,11 @@ DriverProcess::~DriverProcess() { Stop(); }
     }
     struct stat st;
     if (::stat(socket_path_.c_str(), &st) == 0) {
+      // A fresh channel each time: a channel that met a stale socket (after a crash) backs off
+      // for seconds before it tries again.
+      auto channel =
+          grpc::CreateChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials());
+      auto identity = csi::v1::Identity::NewStub(channel);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
       csi::v1::ProbeResponse probe;

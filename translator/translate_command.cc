@@ -495,7 +495,8 @@ class Session : public JsonStreamHandler {
       }
       return 0;
     }
-    output_.Finish();
+    Status finished = output_.Finish();
+    if (!finished.ok()) return Fail(err_, finished);
     PrintSummary();
     return summary_.failed > 0 ? 2 : 0;
   }
@@ -624,16 +625,22 @@ struct InputKind {
   bool json = false;
 };
 
-bool StartsLikeJson(InputBuffer& input) {
+// The first non-blank byte of `input`, or -1 when there is none.
+int FirstNonBlank(InputBuffer& input) {
   size_t i = 0;
   for (;;) {
     for (; i < input.size(); ++i) {
       const char c = input.window()[i];
       if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-      return c == '{' || c == '[';
+      return static_cast<unsigned char>(c);
     }
-    if (!input.Fill(i + 1)) return false;
+    if (!input.Fill(i + 1)) return -1;
   }
+}
+
+bool StartsLikeJson(InputBuffer& input) {
+  const int c = FirstNonBlank(input);
+  return c == '{' || c == '[';
 }
 
 // Reads all of `input` (what is in the window and the rest) as text.
@@ -646,13 +653,18 @@ std::string AllText(InputBuffer& input) {
 // Translates the inputs. `whole` parses each input completely before translating (what a
 // streamed list that was not one falls back to). Returns the exit status.
 int TranslateInputs(const Options& opts, const Translator& translator, InputBuffer& stdin_input,
-                    const std::string* stdin_text, OutputFormat format, bool whole,
+                    const std::string* stdin_text, OutputFormat format,
+                    const std::vector<bool>& has_content, bool whole,
                     std::ostream& out, std::ostream& err, bool progress, bool* retry_whole) {
   TranslateOutput output(out, err, format);
   Session session(opts, translator, output, err, progress);
   session.set_output_format(format);
   bool stdin_used = false;
-  for (const std::string& file : opts.files) {
+  for (size_t f = 0; f < opts.files.size(); ++f) {
+    const std::string& file = opts.files[f];
+    bool more = false;
+    for (size_t later = f + 1; later < opts.files.size(); ++later) more = more || has_content[later];
+    output.set_more_inputs(more);
     const std::string where = file == "-" ? "stdin" : file;
     std::unique_ptr<std::ifstream> stream;
     std::unique_ptr<InputBuffer> file_input;
@@ -717,27 +729,30 @@ int TranslateInputs(const Options& opts, const Translator& translator, InputBuff
 }
 
 // Decides the output format before anything is read but the first bytes of each input: JSON
-// output needs every input to be JSON.
-StatusOr<OutputFormat> ChooseFormat(const Options& opts, InputBuffer& stdin_input) {
-  if (opts.compact) return OutputFormat::kJsonCompact;
-  if (opts.output == "yaml") return OutputFormat::kYaml;
-  if (opts.output == "json") return OutputFormat::kJson;
-  bool stdin_seen = false;
+// output needs every input to be JSON. Notes which inputs have anything in them. A file that
+// cannot be opened is an error now, before any output.
+StatusOr<OutputFormat> ChooseFormat(const Options& opts, InputBuffer& stdin_input,
+                                    std::vector<bool>* has_content) {
+  bool all_json = true, stdin_seen = false;
   for (const std::string& file : opts.files) {
-    bool json;
+    int first = -1;
     if (file == "-") {
       // A second "-" finds stdin already read: an empty text, which is not JSON.
-      json = !stdin_seen && StartsLikeJson(stdin_input);
+      if (!stdin_seen) first = FirstNonBlank(stdin_input);
       stdin_seen = true;
     } else {
       std::ifstream stream(file, std::ios::binary);
-      if (!stream) return OutputFormat::kJson;  // reported when the file's turn comes
+      if (!stream) return NotFound("cannot open " + file);
       InputBuffer peek(stream);
-      json = StartsLikeJson(peek);
+      first = FirstNonBlank(peek);
     }
-    if (!json) return OutputFormat::kYaml;
+    has_content->push_back(first != -1);
+    all_json = all_json && (first == '{' || first == '[');
   }
-  return OutputFormat::kJson;
+  if (opts.compact) return OutputFormat::kJsonCompact;
+  if (opts.output == "yaml") return OutputFormat::kYaml;
+  if (opts.output == "json") return OutputFormat::kJson;
+  return all_json ? OutputFormat::kJson : OutputFormat::kYaml;
 }
 
 int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
@@ -796,19 +811,21 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
 
   if (opts.files.empty()) opts.files.push_back("-");
   InputBuffer stdin_input(in);
-  StatusOr<OutputFormat> format = ChooseFormat(opts, stdin_input);
-  if (!format.ok()) return Fail(err, format.status());
+  std::vector<bool> has_content;
+  StatusOr<OutputFormat> chosen = ChooseFormat(opts, stdin_input, &has_content);
+  if (!chosen.ok()) return Fail(err, chosen.status());
+  const OutputFormat format = *chosen;
   bool retry_whole = false;
   // Held from the start so that, if a streamed list turns out not to be one, all of stdin can
   // be read again; released as soon as the output is.
   stdin_input.SetRetain(true);
-  int status = TranslateInputs(opts, translator, stdin_input, nullptr, *format, false, out, err,
-                               progress, &retry_whole);
+  int status = TranslateInputs(opts, translator, stdin_input, nullptr, format, has_content, false,
+                               out, err, progress, &retry_whole);
   if (!retry_whole) return status;
   std::string stdin_text;
   if (stdin_input.begin() == 0) stdin_text = AllText(stdin_input);
-  return TranslateInputs(opts, translator, stdin_input, &stdin_text, *format, true, out, err,
-                         progress, nullptr);
+  return TranslateInputs(opts, translator, stdin_input, &stdin_text, format, has_content, true,
+                         out, err, progress, nullptr);
 }
 
 }  // namespace

@@ -41,8 +41,20 @@ void TranslateOutput::AppendLevel0(const Json& value) {
 
 Status TranslateOutput::StartOutput() {
   ++outputs_;
-  if (outputs_ == 1) return Status::Ok();
-  if (outputs_ == 2) {
+  if (outputs_ == 1 && !more_inputs_) return Status::Ok();
+  if (outputs_ == 1) {
+    several_ = several_early_ = true;
+    if (format_ == OutputFormat::kYaml) {
+      buf_ += "---\n";
+    } else if (format_ == OutputFormat::kJson) {
+      buf_ += kWrapperHead;
+      buf_ += "\n    ";
+    } else {
+      buf_ += kWrapperHeadCompact;
+    }
+    return Status::Ok();
+  }
+  if (outputs_ == 2 && !several_early_) {
     several_ = true;
     if (has_pending_) {
       if (format_ == OutputFormat::kYaml) {
@@ -95,7 +107,7 @@ Status TranslateOutput::StartOutput() {
 
 Status TranslateOutput::AddObject(Json object) {
   FLEXCSI_RETURN_IF_ERROR(StartOutput());
-  if (outputs_ == 1) {
+  if (outputs_ == 1 && !several_) {
     pending_ = std::move(object);
     has_pending_ = true;
     return Status::Ok();
@@ -113,8 +125,8 @@ Status TranslateOutput::AddObject(Json object) {
 
 Status TranslateOutput::BeginList(const Json& head) {
   FLEXCSI_RETURN_IF_ERROR(StartOutput());
-  first_streamed_alone_ = outputs_ == 1;
-  level_ = outputs_ == 1 ? 0 : 2;
+  first_streamed_alone_ = !several_;
+  level_ = several_ ? 2 : 0;
   open_ = Open::kList;
   open_items_ = 0;
   if (format_ == OutputFormat::kYaml) {
@@ -147,8 +159,8 @@ Status TranslateOutput::BeginList(const Json& head) {
 
 Status TranslateOutput::BeginArray() {
   FLEXCSI_RETURN_IF_ERROR(StartOutput());
-  first_streamed_alone_ = outputs_ == 1;
-  level_ = outputs_ == 1 ? 0 : 2;
+  first_streamed_alone_ = !several_;
+  level_ = several_ ? 2 : 0;
   open_ = Open::kArray;
   open_items_ = 0;
   if (format_ != OutputFormat::kYaml) buf_ += "[";
@@ -262,7 +274,8 @@ void TranslateOutput::Drain(bool all) {
   }
 }
 
-void TranslateOutput::Finish() {
+Status TranslateOutput::Finish() {
+  Status status;
   if (outputs_ == 0) {
     if (format_ == OutputFormat::kJson) buf_ += kEmptyWrapper;
     if (format_ == OutputFormat::kJsonCompact) buf_ += kEmptyWrapperCompact;
@@ -270,6 +283,26 @@ void TranslateOutput::Finish() {
     AppendLevel0(pending_);
     pending_ = Json();
     has_pending_ = false;
+  } else if (several_early_ && outputs_ == 1) {
+    // Assumed several, got one: it stands alone, without the wrapper.
+    if (!holding_) {
+      status = FailedPrecondition(
+          "the first input's list was written as one output of several, and no other input "
+          "gave any; translate it alone");
+    } else if (format_ == OutputFormat::kYaml) {
+      buf_.erase(0, 4);  // "---\n"
+    } else if (format_ == OutputFormat::kJson) {
+      std::string element = buf_.substr(sizeof(kWrapperHead) - 1 + 5);
+      buf_.clear();
+      for (size_t i = 0; i < element.size(); ++i) {
+        buf_.push_back(element[i]);
+        if (element[i] == '\n') i += 4;  // one level less
+      }
+      buf_ += "\n";
+    } else {
+      buf_.erase(0, sizeof(kWrapperHeadCompact) - 1);
+      buf_ += "\n";
+    }
   } else if (several_) {
     if (format_ == OutputFormat::kJson) buf_ += kWrapperTail;
     if (format_ == OutputFormat::kJsonCompact) buf_ += kWrapperTailCompact;
@@ -277,6 +310,7 @@ void TranslateOutput::Finish() {
   holding_ = false;
   Drain(true);
   out_.flush();
+  return status;
 }
 
 }  // namespace translator

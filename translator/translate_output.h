@@ -51,8 +51,12 @@ class TranslateOutput {
   bool holding() const { return holding_; }
   // Forgets everything held (a fatal error while holding: stdout stays empty).
   void DropHeld();
-  // Completes the output and writes what is left. The stream state of `out` tells success.
-  void Finish();
+  // More inputs follow the one being read: a list streamed now is most likely one output of
+  // several, and is written as one (if it turns out to be the only one, Finish repairs that
+  // while the output is held, and fails after).
+  void set_more_inputs(bool more) { more_inputs_ = more; }
+  // Completes the output and writes what is left.
+  Status Finish();
 
  private:
   enum class Open { kNone, kList, kArray };
@@ -75,6 +79,8 @@ class TranslateOutput {
   bool has_pending_ = false;
   bool first_streamed_alone_ = false;  // the first output is a streamed list, written as the only one
   bool several_ = false;           // the output wraps several (JSON List / "---" before each)
+  bool more_inputs_ = false;
+  bool several_early_ = false;     // several_ was assumed when the first output began
   Open open_ = Open::kNone;
   size_t open_items_ = 0;
   int level_ = 0;                  // the nesting level of the open list or array

@@ -56,6 +56,12 @@ StatusOr<DriverConfig> ParseDriver(const nlohmann::json& j, size_t index) {
   if (d.csi_endpoint.rfind("unix:///", 0) != 0) {
     return InvalidArgument(where + "csiEndpoint must be a unix:///absolute/path.sock address");
   }
+  FLEXCSI_RETURN_IF_ERROR(ReadString(j, "controllerEndpoint", &d.controller_endpoint, where));
+  if (d.controller_endpoint.empty()) d.controller_endpoint = d.csi_endpoint;
+  if (d.controller_endpoint != "none" && d.controller_endpoint.rfind("unix:///", 0) != 0) {
+    return InvalidArgument(where + "controllerEndpoint must be a unix:///absolute/path.sock "
+                           "address, or none for a node-only deployment");
+  }
   FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "attach", &d.attach, where));
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "accessMode", &d.access_mode, where));
   if (!kAccessModes.count(d.access_mode)) {

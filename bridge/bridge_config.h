@@ -20,6 +20,10 @@ inline constexpr const char* kDefaultBridgeConfigPath = "/etc/flexcsi/bridge.yam
 struct DriverConfig {
   std::string flex_driver;   // "vendor/name", as kubelet knows the driver
   std::string csi_endpoint;  // "unix:///path/csi.sock"
+  // Where the node bridge reaches the driver's controller service for ControllerExpandVolume
+  // during expandfs: the csi_endpoint unless configured; "none" in a node-only deployment, where
+  // flexcsi-controller must grow volumes cluster-side.
+  std::string controller_endpoint;
   bool attach = true;        // the attach capability flexexec reports in init
   // The Kubernetes access mode the volumes are treated as having (a FlexVolume call does not
   // carry the PV's access modes): ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod.

@@ -82,6 +82,22 @@ TEST(BridgeConfigTest, RefusesNoDriversAndDuplicateDrivers) {
   EXPECT_NE(config.status().message().find("twice"), std::string::npos);
 }
 
+TEST(BridgeConfigTest, ControllerEndpointDefaultsToTheCsiSocketOrSaysNone) {
+  auto c = Load(kValid);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->drivers[0].controller_endpoint, "unix:///csi/csi.sock");
+  std::string yaml = kValid;
+  const std::string endpoint = "    csiEndpoint: unix:///csi/csi.sock\n";
+  yaml.replace(yaml.find(endpoint), endpoint.size(), endpoint + "    controllerEndpoint: none\n");
+  c = Load(yaml);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->drivers[0].controller_endpoint, "none");
+  yaml.replace(yaml.find("none"), 4, "tcp://10.0.0.1:9000");
+  c = Load(yaml);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("controllerEndpoint"), std::string::npos);
+}
+
 TEST(BridgeConfigTest, ReportsAMissingFileByName) {
   auto c = BridgeConfig::LoadFile("/nonexistent/bridge.yaml");
   ASSERT_FALSE(c.ok());

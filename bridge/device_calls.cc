@@ -5,6 +5,7 @@
 
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
+#include "bridge/staging_marker.h"
 #include "bridge/volume_operations.h"
 
 namespace flexcsi {
@@ -37,6 +38,8 @@ Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
   Status staged = StageVolume(ctx, spec, *caps, call.deadline);
   spdlog::info("mountdevice volume={} staging={} result={}", volume.volume_handle, *staging_path,
                staged.ok() ? "staged" : staged.ToString());
+  // Header comment of this file: the FlexVolume device mount path is the CSI staging path; when
+  // the driver mounts nothing there, StageVolume leaves the bridge's marker instead.
   return staged;
 }
 
@@ -46,9 +49,11 @@ Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
   auto found = ctx.store.GetStaging(*staging_path);
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
-    // Like kubelet without vol_data.json (kubelet-csi.md §5.5): nothing of ours is there.
-    spdlog::info("unmountdevice staging={}: no staging recorded; nothing to do", *staging_path);
-    return Status::Ok();
+    // Like kubelet without vol_data.json (kubelet-csi.md §5.5): no volume of ours is there. A
+    // marker without a record (a crash between the two) still goes, or kubelet's rmdir fails.
+    spdlog::info("unmountdevice staging={}: no staging recorded; nothing to unstage",
+                 *staging_path);
+    return UnmountStagingMarker(*staging_path);
   }
   auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
   // Re-read under the lock: a concurrent call may have changed or removed it.

@@ -6,6 +6,7 @@
 
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
+#include "bridge/staging_marker.h"
 #include "bridge/volume_operations.h"
 #include "common/mount_table.h"
 
@@ -90,6 +91,38 @@ void ReleaseUnusedBridgeStaging(BridgeContext& ctx, const std::string& staging_p
   }
 }
 
+// Finishes a node expansion that expandfs could not do because nothing was mounted read-write
+// yet (expand_calls.cc): the first read-write publication grows the filesystem. A failure is
+// logged and kept for the next read-write mount; the pod's mount itself has succeeded.
+void FinishPendingNodeExpansion(BridgeContext& ctx, const FlexCall& call, const PublishSpec& spec,
+                                const NodeCapabilities& caps) {
+  if (spec.readonly || !caps.count(NodeCap::EXPAND_VOLUME)) return;
+  auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, spec.volume_name);
+  if (!staging.ok() || !staging->has_value()) return;
+  StagingRecord record = **staging;
+  auto pending = record.request.find("pendingNodeExpandBytes");
+  if (pending == record.request.end() || !pending->is_number_integer()) return;
+  csi::v1::NodeExpandVolumeRequest req;
+  req.set_volume_id(spec.volume.volume_handle);
+  req.set_volume_path(spec.target_path);
+  if (record.StagedThroughCsi() && caps.count(NodeCap::STAGE_UNSTAGE_VOLUME)) {
+    req.set_staging_target_path(record.staging_path);
+  }
+  req.mutable_capacity_range()->set_required_bytes(pending->get<int64_t>());
+  MountCapabilitySpec capability = spec.capability;
+  capability.mount_group.reset();
+  *req.mutable_volume_capability() =
+      MountCapability(capability, caps.count(NodeCap::SINGLE_NODE_MULTI_WRITER) > 0);
+  auto grown = ctx.ClientFor(call.driver).NodeExpandVolume(req, call.deadline);
+  spdlog::info("mount volume={} target={}: pending node expansion to {} result={}",
+               spec.volume.volume_handle, spec.target_path, pending->get<int64_t>(),
+               grown.ok() ? "expanded" : grown.status().ToString());
+  if (!grown.ok()) return;
+  record.request.erase("pendingNodeExpandBytes");
+  Status kept = ctx.store.PutStaging(record);
+  if (!kept.ok()) spdlog::warn("recording the finished expansion failed: {}", kept.ToString());
+}
+
 Status Mount(BridgeContext& ctx, const FlexCall& call) {
   auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
   if (!target.ok()) return target.status();
@@ -120,6 +153,7 @@ Status Mount(BridgeContext& ctx, const FlexCall& call) {
   if (!published.ok() && self_staged) {
     ReleaseUnusedBridgeStaging(ctx, spec.staging_path, call.deadline);
   }
+  if (published.ok()) FinishPendingNodeExpansion(ctx, call, spec, *caps);
   spdlog::info("mount volume={} target={} readonly={} staging={} result={}", volume.volume_handle,
                *target, spec.readonly, spec.staging_path.empty() ? "-" : spec.staging_path,
                published.ok() ? "published" : published.ToString());
@@ -159,10 +193,13 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
   if (!users.ok()) return users.status();
   if (*users > 0) return Status::Ok();
   const StagingRecord& s = **staging;
-  // The last pod left. The bridge's own staging is unstaged now; a record that only carried a
-  // publish context (driver without STAGE_UNSTAGE) goes too, because kubelet never calls
-  // unmountdevice for a device mount path that is not a mount point.
-  if (s.owner == StagingOwner::kBridge || !s.StagedThroughCsi()) {
+  // The last pod left. The bridge's own staging is unstaged now. A kubelet-owned staging waits
+  // for unmountdevice, which kubelet calls because its device mount path is a mount point (the
+  // driver's mount or the bridge's marker); only a record written before markers existed (a
+  // driver without STAGE_UNSTAGE, nothing mounted) goes now, since no unmountdevice will come.
+  const bool legacy_unmarked = s.owner == StagingOwner::kKubelet && !s.StagedThroughCsi() &&
+                               !s.marker && !IsStagingMarker(s.staging_path);
+  if (s.owner == StagingOwner::kBridge || legacy_unmarked) {
     Status unstaged = UnstageVolume(ctx, s, call.deadline);
     spdlog::info("unmount: last publication of volume={} gone, unstage {} result={}", s.volume_id,
                  s.staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());

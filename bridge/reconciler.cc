@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/staging_marker.h"
 #include "bridge/volume_operations.h"
 #include "common/mount_table.h"
 
@@ -76,15 +77,25 @@ void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
 void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
                       const std::set<std::string>& mounted, ReconcileScope scope,
                       ReconcileReport* report) {
-  // A record without a CSI staging only carries a publish context; nothing to compare.
-  if (!InScope(scope, stale.phase) || !stale.StagedThroughCsi()) return;
+  // A no-stage record written before markers existed only carries a publish context; nothing to
+  // compare. Every other shape is judged by what it should leave at its path (ExpectsMount).
+  const bool bookkeeping_only = stale.shape == StagingShape::kNoStage && !stale.marker;
+  if (!InScope(scope, stale.phase) || bookkeeping_only) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   auto current = ctx.store.GetStaging(stale.staging_path);
   if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
   StagingRecord r = **current;
-  if (IsMounted(r.staging_path, mounted)) {
+  // A record-only staging of the bridge's own (attach:false) has nothing at its path to look
+  // at: it is fine while publications use it, whatever the mount table says.
+  const bool judged_by_mount = r.ExpectsMount() || r.phase != Phase::kDone;
+  if (judged_by_mount && IsMounted(r.staging_path, mounted)) {
     if (r.phase == Phase::kDone) return;
     r.phase = Phase::kDone;
+    // A crash between mounting the marker and recording it leaves the marker to be found here.
+    if (r.owner == StagingOwner::kKubelet && IsStagingMarker(r.staging_path)) {
+      r.marker = true;
+      if (r.shape == StagingShape::kDriverMount) r.shape = StagingShape::kRecordOnly;
+    }
     if (ctx.store.PutStaging(r).ok()) {
       Note(report, &report->promoted,
            "promoted staging " + r.staging_path + " of " + r.volume_id + " (mounted)");
@@ -94,9 +105,10 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   auto users = ctx.store.CountPublicationsOfStaging(r.staging_path);
   if (!users.ok() || *users > 0) return;  // publications are reconciled first; wait for them
   Status undone = UnstageVolume(ctx, r, Deadline::In(kRepairBudget));
+  const std::string why = judged_by_mount ? "not mounted" : "no publication uses it";
   if (undone.ok()) {
     Note(report, &report->rolled_back,
-         "rolled back staging " + r.staging_path + " of " + r.volume_id + " (not mounted)");
+         "rolled back staging " + r.staging_path + " of " + r.volume_id + " (" + why + ")");
   } else {
     Note(report, &report->failed,
          "could not roll back staging " + r.staging_path + ": " + undone.ToString());

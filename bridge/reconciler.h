@@ -13,8 +13,9 @@
 // A repair whose RPC fails leaves the record as it was, to be retried next round ("failed").
 // Each record is handled under its volume lock, so no call is in flight on it meanwhile.
 //
-// Assumes, as FlexVolume does for filesystem volumes, that a driver with STAGE_UNSTAGE leaves a
-// mount at the staging path.
+// Stagings are judged by their shape (state_store.h StagingShape): a driver mount or the
+// bridge's marker must be mounted at the staging path; a record-only staging of the bridge's own
+// is kept while publications use it, since nothing is ever mounted at its path.
 #pragma once
 
 #include <atomic>

@@ -55,6 +55,20 @@ CREATE TABLE IF NOT EXISTS publications(
 CREATE INDEX IF NOT EXISTS publications_by_staging ON publications(staging_path);
 )sql";
 
+// Version 1 -> 2: the shape of each staging. Version 1 marked stagings of drivers without
+// STAGE_UNSTAGE with request.staged=false and assumed every other staging was a mount.
+constexpr const char* kMigrateV1ToV2 = R"sql(
+ALTER TABLE stagings ADD COLUMN shape TEXT NOT NULL DEFAULT 'driver-mount';
+ALTER TABLE stagings ADD COLUMN marker INTEGER NOT NULL DEFAULT 0;
+UPDATE stagings SET shape='no-stage' WHERE json_extract(request, '$.staged') = 0;
+)sql";
+
+StagingShape StagingShapeFromWord(const std::string& word) {
+  if (word == "record-only") return StagingShape::kRecordOnly;
+  if (word == "no-stage") return StagingShape::kNoStage;
+  return StagingShape::kDriverMount;
+}
+
 Status SqliteError(sqlite3* db, const std::string& what) {
   return Internal("state database: " + what + ": " + sqlite3_errmsg(db));
 }
@@ -149,7 +163,7 @@ AttachmentRecord ReadAttachment(const Statement& s) {
 
 constexpr const char* kStagingColumns =
     "staging_path, flex_driver, volume_name, csi_driver, volume_id, owner, request, state, "
-    "updated_at";
+    "updated_at, shape, marker";
 StagingRecord ReadStaging(const Statement& s) {
   StagingRecord r;
   r.staging_path = s.Text(0);
@@ -161,6 +175,8 @@ StagingRecord ReadStaging(const Statement& s) {
   r.request = ParseStoredJson(s.Text(6));
   r.phase = PhaseFromWord(kStagingWords, s.Text(7));
   r.updated_at = s.Int(8);
+  r.shape = StagingShapeFromWord(s.Text(9));
+  r.marker = s.Int(10) != 0;
   return r;
 }
 
@@ -189,6 +205,18 @@ std::string Select(const char* columns, const char* table, const char* where) {
 }
 
 }  // namespace
+
+const char* StagingShapeName(StagingShape shape) {
+  switch (shape) {
+    case StagingShape::kDriverMount:
+      return "driver-mount";
+    case StagingShape::kRecordOnly:
+      return "record-only";
+    case StagingShape::kNoStage:
+      return "no-stage";
+  }
+  return "driver-mount";
+}
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
@@ -242,9 +270,11 @@ Status StateStore::Migrate() {
                               std::to_string(kSchemaVersion) + ")");
   }
   if (current == kSchemaVersion) return Status::Ok();
+  // One transaction from whatever version is there to the current one.
   FLEXCSI_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-  Status s = exec(kSchemaV1);
-  if (s.ok()) s = exec("PRAGMA user_version = 1");
+  Status s = current < 1 ? exec(kSchemaV1) : Status::Ok();
+  if (s.ok()) s = exec(kMigrateV1ToV2);
+  if (s.ok()) s = exec("PRAGMA user_version = 2");
   if (!s.ok()) {
     exec("ROLLBACK");
     return s;
@@ -298,10 +328,13 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::ListAttachments() {
 Status StateStore::PutStaging(const StagingRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(r.phase);
-  Statement s(db_, "INSERT OR REPLACE INTO stagings VALUES(?,?,?,?,?,?,?,?,?)");
+  Statement s(db_, (std::string("INSERT OR REPLACE INTO stagings(") + kStagingColumns +
+                    ") VALUES(?,?,?,?,?,?,?,?,?,?,?)")
+                       .c_str());
   s.Bind(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name).Bind(r.csi_driver);
   s.Bind(r.volume_id).Bind(std::string(r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"));
   s.Bind(r.request.dump()).Bind(std::string(PhaseWord(kStagingWords, r.phase))).Bind(Now());
+  s.Bind(std::string(StagingShapeName(r.shape))).Bind(int64_t{r.marker ? 1 : 0});
   return s.RunToCompletion("write staging");
 }
 
@@ -410,6 +443,8 @@ nlohmann::json StateStore::ToJson(const StagingRecord& r) {
           {"volumeId", r.volume_id},
           {"owner", r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"},
           {"stagedThroughCsi", r.StagedThroughCsi()},
+          {"shape", StagingShapeName(r.shape)},
+          {"marker", r.marker},
           {"state", PhaseWord(kStagingWords, r.phase)},
           {"updatedAt", r.updated_at}};
 }

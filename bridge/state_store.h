@@ -53,6 +53,18 @@ struct AttachmentRecord {
 // on the first mount of an attach:false driver's volume (reference-counted by publications).
 enum class StagingOwner { kKubelet, kBridge };
 
+// What a staging leaves at its staging path, which decides how the reconciler and `flexcsi
+// doctor` judge the record against the mount table. Drivers differ: most mount the volume at the
+// staging path in NodeStageVolume; some only record the staging there and mount straight from
+// the device in NodePublishVolume (csi-driver-host-path, several network filesystems); some have
+// no STAGE_UNSTAGE at all.
+enum class StagingShape {
+  kDriverMount,  // NodeStageVolume mounted the volume at staging_path
+  kRecordOnly,   // NodeStageVolume succeeded and left nothing mounted at staging_path
+  kNoStage,      // the driver has no STAGE_UNSTAGE_VOLUME: no RPC was made
+};
+const char* StagingShapeName(StagingShape shape);  // "driver-mount", "record-only", "no-stage"
+
 struct StagingRecord {
   std::string staging_path;
   std::string flex_driver;
@@ -61,13 +73,20 @@ struct StagingRecord {
   std::string volume_id;
   StagingOwner owner = StagingOwner::kKubelet;
   // The NodeStage request minus secrets, plus what NodePublish needs later (publish context,
-  // volume context, capability). "staged":false marks a driver without STAGE_UNSTAGE, where no
-  // RPC was made and nothing is mounted at staging_path.
+  // volume context, capability).
   nlohmann::json request = nlohmann::json::object();
+  StagingShape shape = StagingShape::kDriverMount;
+  // True when the bridge mounted its marker (a tiny tmpfs) at staging_path because the driver
+  // left no mount there: kubelet calls unmountdevice only for a device mount path that is a
+  // mount point (flexvolume.md §2.9), so a kubelet-owned staging must always leave one.
+  bool marker = false;
   Phase phase = Phase::kInProgress;
   int64_t updated_at = 0;
 
-  bool StagedThroughCsi() const { return request.value("staged", true); }
+  bool StagedThroughCsi() const { return shape != StagingShape::kNoStage; }
+  // Whether something (the driver's mount or the bridge's marker) must be mounted at
+  // staging_path while the record is done.
+  bool ExpectsMount() const { return shape == StagingShape::kDriverMount || marker; }
 };
 
 struct PublicationRecord {
@@ -92,7 +111,8 @@ struct RecordCounts {
 
 class StateStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 2: stagings gained `shape` and `marker` (version 1 knew only request.staged).
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
   // Fails with FAILED_PRECONDITION for a database written by a newer flexcsi.

@@ -164,6 +164,59 @@ TEST_F(StateStoreTest, RefusesADatabaseFromANewerFlexcsi) {
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
 }
 
+// A version-1 database (written before stagings had a shape) keeps its records; a staging that
+// version 1 marked request.staged=false becomes a no-stage staging, every other one a driver
+// mount, and neither has a marker.
+TEST_F(StateStoreTest, MigratesVersionOneStagingsToShapes) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v1 = R"sql(
+CREATE TABLE attachments(flex_driver TEXT NOT NULL, volume_name TEXT NOT NULL,
+  node_name TEXT NOT NULL, csi_driver TEXT NOT NULL, volume_id TEXT NOT NULL,
+  node_id TEXT NOT NULL, publish_context TEXT NOT NULL, state TEXT NOT NULL,
+  updated_at INTEGER NOT NULL, PRIMARY KEY(flex_driver, volume_name, node_name));
+CREATE TABLE stagings(staging_path TEXT PRIMARY KEY, flex_driver TEXT NOT NULL,
+  volume_name TEXT NOT NULL, csi_driver TEXT NOT NULL, volume_id TEXT NOT NULL,
+  owner TEXT NOT NULL, request TEXT NOT NULL, state TEXT NOT NULL, updated_at INTEGER NOT NULL);
+CREATE TABLE publications(target_path TEXT PRIMARY KEY, staging_path TEXT,
+  flex_driver TEXT NOT NULL, volume_name TEXT NOT NULL, csi_driver TEXT NOT NULL,
+  volume_id TEXT NOT NULL, pod_uid TEXT NOT NULL, readonly INTEGER NOT NULL,
+  state TEXT NOT NULL, updated_at INTEGER NOT NULL);
+INSERT INTO stagings VALUES('/k/mounts/a','acme/disk','pv-a','d','vol-a','kubelet',
+  '{"staged":true}','staged',1);
+INSERT INTO stagings VALUES('/k/mounts/b','acme/disk','pv-b','d','vol-b','kubelet',
+  '{"staged":false,"publishContext":{}}','staged',1);
+PRAGMA user_version = 1;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto a = store->GetStaging("/k/mounts/a");
+  auto b = store->GetStaging("/k/mounts/b");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*a)->shape, StagingShape::kDriverMount);
+  EXPECT_TRUE((*a)->ExpectsMount());
+  EXPECT_EQ((*b)->shape, StagingShape::kNoStage);
+  EXPECT_FALSE((*b)->ExpectsMount());
+  EXPECT_FALSE((*a)->marker || (*b)->marker);
+  EXPECT_EQ((*b)->phase, Phase::kDone);
+
+  // The migrated database takes new records with every shape.
+  StagingRecord c = **b;
+  c.staging_path = "/k/mounts/c";
+  c.shape = StagingShape::kRecordOnly;
+  c.marker = true;
+  ASSERT_TRUE(store->PutStaging(c).ok());
+  auto back = store->GetStaging("/k/mounts/c");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->shape, StagingShape::kRecordOnly);
+  EXPECT_TRUE((*back)->marker);
+  EXPECT_TRUE((*back)->ExpectsMount());
+}
+
 TEST_F(StateStoreTest, ReportsAnUnwritableLocationClearly) {
   auto store = StateStore::Open(dir_ + "/no/such/dir/state.db");
   EXPECT_FALSE(store.ok());

@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/staging_marker.h"
 #include "common/mount_table.h"
 
 namespace flexcsi {
@@ -67,6 +68,9 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
                    const Deadline& deadline) {
   using Cap = csi::v1::NodeServiceCapability::RPC;
   const bool stage_rpc = Has(caps, Cap::STAGE_UNSTAGE_VOLUME);
+  // kubelet must find a mount point at its device mount path after a successful mountdevice,
+  // whatever the driver does (staging_marker.h); the bridge's own staging paths need none.
+  const bool needs_mount_point = spec.owner == StagingOwner::kKubelet;
   auto existing = ctx.store.GetStaging(spec.staging_path);
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) {
@@ -76,10 +80,13 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
                                 r.volume_id + " of " + r.csi_driver);
     }
     const bool settled =
-        r.phase == Phase::kDone && (!r.StagedThroughCsi() || IsMountPoint(spec.staging_path));
-    // A repeated mountdevice for a volume staged without CSI carries the same context; a
-    // re-stage after a reboot (record done, nothing mounted) falls through to NodeStage.
-    if (settled && r.StagedThroughCsi() == stage_rpc) return Status::Ok();
+        r.phase == Phase::kDone && (!r.ExpectsMount() || IsMountPoint(spec.staging_path));
+    // A repeated mountdevice finds everything in place; a re-stage after a reboot (record done,
+    // nothing mounted) falls through and stages again.
+    if (settled && r.StagedThroughCsi() == stage_rpc &&
+        (!needs_mount_point || IsMountPoint(spec.staging_path))) {
+      return Status::Ok();
+    }
   }
 
   StagingRecord record;
@@ -89,12 +96,13 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
   record.csi_driver = spec.volume.driver;
   record.volume_id = spec.volume.volume_handle;
   record.owner = spec.owner;
-  record.request = {{"staged", stage_rpc},
-                    {"publishContext", spec.publish_context},
+  record.request = {{"publishContext", spec.publish_context},
                     {"volumeContext", spec.volume.volume_attributes},
                     {"capability", CapabilityToJson(spec.capability)}};
-  if (!stage_rpc) {
-    // No RPC: the record only carries the publish context from mountdevice to mount.
+  record.shape = stage_rpc ? StagingShape::kDriverMount : StagingShape::kNoStage;
+  record.marker = !stage_rpc && needs_mount_point;
+  if (!stage_rpc && !needs_mount_point) {
+    // No RPC and no path kubelet looks at: the record only carries the publish context.
     record.phase = Phase::kDone;
     return ctx.store.PutStaging(record);
   }
@@ -102,6 +110,15 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
   FLEXCSI_RETURN_IF_ERROR(MakeDirectories(spec.staging_path));
   record.phase = Phase::kInProgress;
   FLEXCSI_RETURN_IF_ERROR(ctx.store.PutStaging(record));
+  if (!stage_rpc) {
+    Status marked = MountStagingMarker(spec.staging_path);
+    if (!marked.ok()) {
+      ctx.store.DeleteStaging(spec.staging_path);
+      return marked;
+    }
+    record.phase = Phase::kDone;
+    return ctx.store.PutStaging(record);
+  }
 
   csi::v1::NodeStageVolumeRequest req;
   req.set_volume_id(spec.volume.volume_handle);
@@ -117,6 +134,16 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
   CsiClient& client = ctx.ClientFor(*spec.driver);
   Status staged =
       client.NodeStageVolume(req, deadline.LeavingForRollback(RollbackReserve(deadline)));
+  if (staged.ok()) {
+    // The driver's shape shows in the mount table: a mount at the staging path, or none.
+    if (!IsMountPoint(spec.staging_path)) {
+      record.shape = StagingShape::kRecordOnly;
+      if (needs_mount_point) {
+        staged = MountStagingMarker(spec.staging_path);
+        record.marker = staged.ok();
+      }
+    }
+  }
   if (staged.ok()) {
     record.phase = Phase::kDone;
     return ctx.store.PutStaging(record);
@@ -143,10 +170,12 @@ Status UnstageVolume(BridgeContext& ctx, const StagingRecord& record, const Dead
                               std::to_string(*users) + " time(s) from " + record.staging_path +
                               "; unmount the pods first");
   }
-  if (record.StagedThroughCsi()) {
+  if (record.StagedThroughCsi() || record.marker) {
     StagingRecord removing = record;
     removing.phase = Phase::kRemoving;
     FLEXCSI_RETURN_IF_ERROR(ctx.store.PutStaging(removing));
+  }
+  if (record.StagedThroughCsi()) {
     const DriverConfig* driver = ctx.config.FindDriver(record.flex_driver);
     if (driver == nullptr) {
       return FailedPrecondition("driver " + record.flex_driver +
@@ -155,6 +184,12 @@ Status UnstageVolume(BridgeContext& ctx, const StagingRecord& record, const Dead
     }
     FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnstageVolume(
         UnstageRequest(record.volume_id, record.staging_path), deadline));
+  }
+  // After the unstage, so that a failed one leaves the mount point that makes kubelet retry.
+  // Looked for even without the record's flag: a crash may have come between mounting the
+  // marker and recording it.
+  if (record.owner == StagingOwner::kKubelet) {
+    FLEXCSI_RETURN_IF_ERROR(UnmountStagingMarker(record.staging_path));
   }
   FLEXCSI_RETURN_IF_ERROR(ctx.store.DeleteStaging(record.staging_path));
   if (record.owner == StagingOwner::kBridge) RemoveDirectoryIfEmpty(record.staging_path);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tests/kubelet/go_json.h"
 
@@ -215,6 +216,92 @@ std::string DeviceMountPath(const std::string& kubelet_root, const std::string& 
   return kubelet_root + "/plugins/kubernetes.io/flexvolume/" + driver + "/mounts/" + volume_name;
 }
 
+namespace {
+
+struct MountInfoLine {
+  int id = 0;
+  std::string dev;  // "major:minor"
+  std::string root;
+  std::string mount_point;
+};
+
+std::string UnescapeOctal(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      const std::string digits = s.substr(i + 1, 3);
+      if (digits.size() == 3 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(static_cast<char>(std::stoi(digits, nullptr, 8)));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::vector<MountInfoLine> ReadMountInfo() {
+  std::vector<MountInfoLine> out;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    MountInfoLine m;
+    std::string parent, root, mount_point;
+    fields >> m.id >> parent >> m.dev >> root >> mount_point;
+    m.root = UnescapeOctal(root);
+    m.mount_point = UnescapeOctal(mount_point);
+    out.push_back(m);
+  }
+  return out;
+}
+
+bool PathWithinBase(const std::string& path, const std::string& base) {
+  if (base == "/") return path.size() > 1 && path[0] == '/';
+  return path.size() > base.size() && path.compare(0, base.size(), base) == 0 &&
+         path[base.size()] == '/';
+}
+
+}  // namespace
+
+std::vector<std::string> GetMountRefs(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return {};
+  const std::string real = fs::canonical(path, ec).string();
+  if (ec) return {};
+  const std::vector<MountInfoLine> mounts = ReadMountInfo();
+  // mount-utils' SearchMountPoints: the (last) mount holding the path gives the root inside its
+  // filesystem and the device; every other mount of the same root and device is a reference.
+  int id = -1;
+  std::string root, dev;
+  for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
+    if (real == it->mount_point || PathWithinBase(real, it->mount_point)) {
+      id = it->id;
+      std::string rest = real.substr(it->mount_point == "/" ? 0 : it->mount_point.size());
+      root = (fs::path(it->root) / fs::path(rest).relative_path()).lexically_normal().string();
+      if (root.size() > 1 && root.back() == '/') root.pop_back();
+      dev = it->dev;
+      break;
+    }
+  }
+  std::vector<std::string> refs;
+  if (id < 0) return refs;
+  for (const MountInfoLine& m : mounts) {
+    if (m.id != id && m.root == root && m.dev == dev) refs.push_back(m.mount_point);
+  }
+  return refs;
+}
+
+bool HasMountRefs(const std::string& mount_path, const std::vector<std::string>& refs) {
+  // pkg/volume/util: references whose path contains the mount path itself are ignored (a GCI
+  // mounter workaround kubelet keeps).
+  for (const std::string& ref : refs) {
+    if (ref.find(mount_path) == std::string::npos) return true;
+  }
+  return false;
+}
+
 bool IsLikelyMountPoint(const std::string& path) {
   struct stat st, parent;
   if (::stat(path.c_str(), &st) != 0) return false;
@@ -369,6 +456,14 @@ DriverResult KubeletCaller::MountDevice(const FlexVolumeSource& v, const std::st
 
 DriverResult KubeletCaller::UnmountDevice(const FlexVolumeSource& v) {
   const std::string path = DeviceMountPathFor(v);
+  // operation_generator's GenerateUnmountDeviceFunc: the GetDeviceMountRefs check comes first.
+  const std::vector<std::string> refs = GetMountRefs(path);
+  if (HasMountRefs(path, refs)) {
+    std::string list;
+    for (const std::string& r : refs) list += (list.empty() ? "" : " ") + r;
+    return KubeletError("GetDeviceMountRefs check failed: the device mount path \"" + path +
+                        "\" is still mounted by other references [" + list + "]");
+  }
   if (!Exists(path)) return Skipped();
   DriverResult r = Skipped();
   if (IsLikelyMountPoint(path)) {

@@ -67,6 +67,13 @@ std::string DeviceMountPath(const std::string& kubelet_root, const std::string& 
 // kubelet's IsLikelyNotMountPoint inverted: the path's device differs from its parent's.
 bool IsLikelyMountPoint(const std::string& path);
 
+// mount-utils' GetMountRefs: the other mount points showing the same filesystem root and device
+// as `path` (bind mounts of it, or of what it is a bind mount of).
+std::vector<std::string> GetMountRefs(const std::string& path);
+// pkg/volume/util HasMountRefs: whether a reference blocks unmountdevice (references containing
+// `mount_path` are ignored).
+bool HasMountRefs(const std::string& mount_path, const std::vector<std::string>& refs);
+
 class KubeletCaller {
  public:
   // `plugin_dir`: the volume plugin dir; `driver`: "vendor/name". The executable is expected at

@@ -69,6 +69,17 @@ TEST(KubeletCallerTest, ReplyParsingFollowsKubelet) {
   EXPECT_EQ(Outcome::kFailure, ParseDriverOutput("mount", "{}", 0).outcome);
 }
 
+// pkg/volume/util HasMountRefs: a reference whose path contains the device mount path does not
+// count; any other does and blocks unmountdevice.
+TEST(KubeletCallerTest, MountRefsBlockUnmountDeviceUnlessBelowThePath) {
+  const std::string dmp = "/k/plugins/kubernetes.io/flexvolume/v/d/mounts/pv";
+  EXPECT_FALSE(HasMountRefs(dmp, {}));
+  EXPECT_FALSE(HasMountRefs(dmp, {dmp + "/sub"}));
+  EXPECT_TRUE(HasMountRefs(dmp, {"/k/pods/u/volumes/v~d/pv"}));
+  // A path that does not exist has no references (mount-utils answers an empty list).
+  EXPECT_TRUE(GetMountRefs("/nonexistent/flexcsi/path").empty());
+}
+
 }  // namespace
 }  // namespace kubelet
 }  // namespace flexcsi

@@ -57,6 +57,7 @@ inline void ExpectNothingLeaked(const TestEnvironment& env) {
     EXPECT_TRUE(!state.contains(table) || state[table].empty())
         << "bridge still records " << table << ": " << state[table].dump();
   }
+  EXPECT_EQ("", env.DriverLeftovers()) << "csi-loopback still holds volumes";
 }
 
 }  // namespace kubelet

@@ -91,6 +91,13 @@ std::string RowString(const nlohmann::json& row, const char* snake, const char* 
   return "";
 }
 
+// The binary built with the test, or the one the environment variable names (to run the same
+// scenarios against an older build, e.g. to show a regression test fails without its fix).
+std::string BinaryOrOverride(const char* built, const char* variable) {
+  const char* override_path = std::getenv(variable);
+  return override_path && *override_path ? override_path : built;
+}
+
 }  // namespace
 
 bool InPrivateMountNamespace() {
@@ -209,6 +216,7 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
                            {"drivers",
                             {{{"flexDriver", kTestDriver},
                               {"csiEndpoint", "unix://" + csi_socket_},
+                              {"controllerEndpoint", options_.controller_endpoint},
                               {"attach", options_.flex_attach},
                               {"accessMode", "ReadWriteOnce"},
                               {"rule",
@@ -252,7 +260,8 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
     std::istringstream words(wrapper);
     for (std::string w; words >> w;) argv.push_back(w);
   }
-  argv.insert(argv.end(), {FLEXCSI_BRIDGE_BINARY, "--config", bridge_config_});
+  argv.insert(argv.end(), {BinaryOrOverride(FLEXCSI_BRIDGE_BINARY, "FLEXCSI_TEST_BRIDGE_BINARY"),
+                           "--config", bridge_config_});
   auto r = bridge_.Start(argv, bridge_log_);
   if (!r) return r;
   return WaitForSocket(bridge_socket_, bridge_, bridge_log_, "flexcsi-bridge");
@@ -267,11 +276,18 @@ void TestEnvironment::KillBridge(int sig) { bridge_.Kill(sig); }
 
 ::testing::AssertionResult TestEnvironment::StartDriver() {
   ++driver_starts_;
-  std::vector<std::string> argv = {CSI_LOOPBACK_BINARY, "--endpoint", "unix://" + csi_socket_,
-                                   "--nodeid",          kTestNode,    "--state-dir",
+  std::vector<std::string> argv = {BinaryOrOverride(CSI_LOOPBACK_BINARY, "FLEXCSI_TEST_CSI_BINARY"),
+                                   "--endpoint",
+                                   "unix://" + csi_socket_,
+                                   "--nodeid",
+                                   kTestNode,
+                                   "--state-dir",
                                    csi_state_dir_};
   if (!options_.csi_controller_attach) argv.push_back("--no-attach");
   if (!options_.csi_stage_unstage) argv.push_back("--no-stage-unstage");
+  if (options_.csi_stage_without_mount) argv.push_back("--stage-without-mount");
+  if (!options_.csi_volume_mount_group) argv.push_back("--no-volume-mount-group");
+  if (!options_.csi_expand) argv.push_back("--no-expand");
   auto r = driver_.Start(argv, driver_log_);
   if (!r) return r;
   return WaitForSocket(csi_socket_, driver_, driver_log_, "csi-loopback");
@@ -394,7 +410,11 @@ std::string TestEnvironment::RecordsVersusMountTable() const {
     for (const auto& row : state[table]) {
       std::string path = RowString(row, snake, camel);
       recorded.insert(path);
-      if (!mounts.count(path)) {
+      // A staging expects a mount only when the driver mounted there or the bridge put its
+      // marker there (state_store.h StagingShape).
+      const bool expects_mount =
+          !row.contains("shape") || row["shape"] == "driver-mount" || row.value("marker", false);
+      if (expects_mount && !mounts.count(path)) {
         diff += std::string(table) + " record without a mount: " + row.dump() + "\n";
       }
     }
@@ -405,6 +425,43 @@ std::string TestEnvironment::RecordsVersusMountTable() const {
     if (!recorded.count(m)) diff += "mount without a bridge record: " + m + "\n";
   }
   return diff;
+}
+
+std::string TestEnvironment::DriverLeftovers() const {
+  const std::string text = ReadFile(csi_state_dir_ + "/state.json");
+  nlohmann::json state = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!state.is_object()) return "csi-loopback state.json unreadable: " + Tail(text, 200);
+  std::string out;
+  for (const auto& v : state.value("volumes", nlohmann::json::array())) {
+    const std::string id = v.value("id", "?");
+    for (const char* key : {"controller_publications", "node_publications"}) {
+      if (v.contains(key) && !v[key].empty()) {
+        out += id + " " + key + ": " + v[key].dump() + "\n";
+      }
+    }
+    for (const char* key : {"staging_path", "device"}) {
+      if (!v.value(key, std::string()).empty()) out += id + " " + key + ": " + v[key].dump() + "\n";
+    }
+  }
+  return out;
+}
+
+::testing::AssertionResult TestEnvironment::ControllerExpand(const std::string& volume_id,
+                                                             int64_t bytes) {
+  auto channel = grpc::CreateChannel("unix://" + csi_socket_, grpc::InsecureChannelCredentials());
+  auto stub = csi::v1::Controller::NewStub(channel);
+  csi::v1::ControllerExpandVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.mutable_capacity_range()->set_required_bytes(bytes);
+  csi::v1::ControllerExpandVolumeResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status s = stub->ControllerExpandVolume(&ctx, req, &resp);
+  if (!s.ok()) {
+    return ::testing::AssertionFailure()
+           << "ControllerExpandVolume " << volume_id << ": " << s.error_message();
+  }
+  return ::testing::AssertionSuccess();
 }
 
 std::string TestEnvironment::ReadFile(const std::string& path) const {

@@ -27,9 +27,14 @@ inline constexpr const char* kTestCsiDriver = "loopback.csi.flexcsi.io";
 inline constexpr const char* kTestNode = "node-1";
 
 struct EnvOptions {
-  bool flex_attach = true;            // capability attach of the FlexVolume driver
-  bool csi_controller_attach = true;  // false: csi-loopback --no-attach
-  bool csi_stage_unstage = true;      // false: csi-loopback --no-stage-unstage
+  bool flex_attach = true;               // capability attach of the FlexVolume driver
+  bool csi_controller_attach = true;     // false: csi-loopback --no-attach
+  bool csi_stage_unstage = true;         // false: csi-loopback --no-stage-unstage
+  bool csi_stage_without_mount = false;  // true: csi-loopback --stage-without-mount
+  bool csi_volume_mount_group = true;    // false: csi-loopback --no-volume-mount-group
+  bool csi_expand = true;                // false: csi-loopback --no-expand
+  // The bridge's controllerEndpoint for the driver: "" (the CSI socket) or "none" (node-only).
+  std::string controller_endpoint;
 };
 
 // A child process with its output going to a log file.
@@ -84,6 +89,11 @@ class TestEnvironment {
   // Every published/staged record of the bridge is a mount point and every mount below the
   // kubelet root has a record. Empty string when consistent, otherwise what differs.
   std::string RecordsVersusMountTable() const;
+  // What csi-loopback still holds for any volume (controller or node publications, a staging, an
+  // attached loop device), from its state file; empty when it holds nothing.
+  std::string DriverLeftovers() const;
+  // ControllerExpandVolume straight to csi-loopback, as flexcsi-controller would cluster-side.
+  ::testing::AssertionResult ControllerExpand(const std::string& volume_id, int64_t bytes);
 
   std::string ReadBridgeLog() const;
   std::string ReadFile(const std::string& path) const;

@@ -82,6 +82,14 @@ TEST_F(DefaultSwitchesTest, AdvertisesEverything) {
   EXPECT_TRUE(probe.ready().value());
 }
 
+// A node either stages without mounting or does not stage at all, not both.
+TEST_F(DefaultSwitchesTest, ExclusiveShapesRefused) {
+  DriverProcess both(PathIn("both.sock"), PathIn("both-state"), PathIn("both.log"),
+                     {"--stage-without-mount", "--no-stage-unstage"});
+  EXPECT_FALSE(both.Start());
+  EXPECT_NE(both.Log().find("exclude each other"), std::string::npos) << both.Log();
+}
+
 class NoStageTest : public SwitchesTest {
  protected:
   std::vector<std::string> ExtraFlags() const override { return {"--no-stage-unstage"}; }

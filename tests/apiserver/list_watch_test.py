@@ -152,8 +152,8 @@ class WatchTest(ServerTestCase):
         t = threading.Thread(target=lambda: result.append(
             self.api.watch(PV, timeout=20, resourceVersion=rv, labelSelector="never=x")))
         t.start()
-        import time
-        time.sleep(0.3)
+        self.wait_for(lambda: self.api.get("/_fake/controllers")["openWatches"] > 0,
+                      what="the watch to be open")
         self.api.request("POST", "/_fake/close-watches")
         t.join(5)
         self.assertFalse(t.is_alive())

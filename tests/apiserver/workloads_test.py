@@ -1,7 +1,6 @@
 """Workloads and nodes: Deployment -> ReplicaSet -> pods on node-1, scale to zero through the
 scale subresource with pods that take time to terminate, volumes attached while used and
 detached a little after, StatefulSet claims and ordinals, the expand controller, and GC."""
-import time
 import unittest
 
 from testlib import PV, ServerTestCase, claim, flex_pv, node, ns_path
@@ -54,19 +53,30 @@ class WorkloadsTest(ServerTestCase):
                          [{"name": "flexvolume-flexcsi/loopback/web-pv", "devicePath": ""}])
         self.assertEqual(attached["volumesInUse"], ["flexvolume-flexcsi/loopback/web-pv"])
 
+        seq = len(self.api.audit())
         self.api.patch(DEPLOY + "/web/scale", {"spec": {"replicas": 0}})
-        start = time.time()
-        # Pods terminate for a while; status.replicas drops before they are gone.
-        self.wait_for(lambda: self.api.get(RS + "/" + rs["metadata"]["name"])["status"]
-                      .get("replicas") == 0, what="replicas 0")
-        terminating = self.pods("app=web")
-        self.assertTrue(terminating and all("deletionTimestamp" in p["metadata"]
-                                            for p in terminating))
         self.wait_for(lambda: not self.pods("app=web"), what="pods gone")
-        self.assertGreaterEqual(time.time() - start, 0.25)
-        self.assertTrue(self.api.get("/api/v1/nodes/node-1")["status"].get("volumesAttached"))
         self.wait_for(lambda: not self.api.get("/api/v1/nodes/node-1")["status"]
                       .get("volumesAttached"), what="detach")
+        # The audit log tells the order and timing, whatever the machine's load: the
+        # ReplicaSet's deletes only mark the pods (graceful), the kubelet removes each one
+        # --pod-termination-ms later, and the volume is detached --detach-ms after the last.
+        entries = self.api.audit(since=seq)
+        marks = {e["name"]: e["time"] for e in entries if e["resource"] == "pods" and
+                 e["verb"] == "delete" and e["user"].endswith("replicaset-controller")}
+        finals = {e["name"]: e["time"] for e in entries if e["resource"] == "pods" and
+                  e["verb"] == "delete" and e["user"] == "system:node:kubelet"}
+        self.assertEqual(sorted(marks), sorted(finals))
+        self.assertEqual(len(marks), 2)
+        for name in marks:
+            self.assertGreaterEqual(finals[name] - marks[name], 0.3)
+        detached = [e["time"] for e in entries if e["resource"] == "nodes" and
+                    e["user"].endswith("attachdetach-controller") and
+                    not (e["object"].get("status") or {}).get("volumesAttached")]
+        self.assertGreaterEqual(detached[0] - max(finals.values()), 0.4)
+        rs_status = [e["object"]["status"].get("replicas") for e in entries
+                     if e["resource"] == "replicasets" and e["subresource"] == "status"]
+        self.assertEqual(rs_status[0], 0)  # status.replicas dropped before pods were gone
         self.api.patch(DEPLOY + "/web/scale", {"spec": {"replicas": 2}})
         self.api.settle()
         self.assertEqual(len([p for p in self.pods("app=web")
@@ -98,11 +108,14 @@ class WorkloadsTest(ServerTestCase):
         vols = self.api.get(PODS + "/db-1")["spec"]["volumes"]
         self.assertEqual(vols, [{"name": "data", "persistentVolumeClaim": {
             "claimName": "data-db-1"}}])
+        seq = len(self.api.audit())
         self.api.patch(STS + "/db/scale", {"spec": {"replicas": 0}})
-        self.wait_for(lambda: [p["metadata"]["name"] for p in self.pods("app=db")
-                               if "deletionTimestamp" in p["metadata"]] == ["db-1"],
-                      what="db-1 terminating first")
         self.wait_for(lambda: not self.pods("app=db"), what="all gone")
+        # OrderedReady: db-1 is marked, and gone, before db-0 is touched.
+        deletes = [(e["name"], e["user"].rsplit(":", 1)[-1]) for e in self.api.audit(since=seq)
+                   if e["resource"] == "pods" and e["verb"] == "delete" and e["code"] < 300]
+        self.assertEqual(deletes, [("db-1", "statefulset-controller"), ("db-1", "kubelet"),
+                                   ("db-0", "statefulset-controller"), ("db-0", "kubelet")])
         # Claims stay (retention policy Retain).
         self.assertEqual(len(self.api.get(PVC, labelSelector="app=db")["items"]), 2)
 

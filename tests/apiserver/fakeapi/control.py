@@ -86,7 +86,8 @@ class Control(object):
         if action == "resume-controllers":
             return 200, {"paused": fake.controllers.set_paused(body.get("controllers"), False)}
         if action == "controllers":
-            return 200, {"controllers": fake.controllers.describe()}
+            return 200, {"controllers": fake.controllers.describe(),
+                         "openWatches": fake.open_watches}
         if action == "compact":
             with fake.store.lock:
                 fake.store.compact()

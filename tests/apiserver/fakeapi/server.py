@@ -63,6 +63,8 @@ class FakeApiServer(object):
         self.version = version
         self.stopping = False
         self.watch_generation = 0
+        self.open_watches = 0  # streams being served, for /_fake/controllers and tests
+        self.watch_count_lock = threading.Lock()
         self.port = 0
         self.registry = Registry(snapshot_crds, leases)
         self.store = Store(history_limit, state_file)

@@ -60,6 +60,8 @@ def serve_watch(handler, fake, r, params):
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
+    with fake.watch_count_lock:
+        fake.open_watches += 1
     try:
         if too_old:
             _event(handler, "ERROR", errors.expired("too old resource version: %d (%d)"
@@ -116,6 +118,9 @@ def serve_watch(handler, fake, r, params):
         _end_stream(handler)
     except (BrokenPipeError, ConnectionResetError, OSError):
         handler.close_connection = True
+    finally:
+        with fake.watch_count_lock:
+            fake.open_watches -= 1
 
 
 def _end_stream(handler):

@@ -122,8 +122,13 @@ class Client(object):
         conn.close()
         return events
 
-    def settle(self, timeout=10):
-        return self.request("POST", "/_fake/settle", params={"timeoutSeconds": str(timeout)})[1]
+    def settle(self, timeout=30):
+        """Waits for the controllers to converge; fails loudly when they do not."""
+        answer = self.request("POST", "/_fake/settle",
+                              params={"timeoutSeconds": str(timeout)})[1]
+        if not answer.get("settled"):
+            raise AssertionError("controllers did not settle within %s s" % timeout)
+        return answer
 
     def audit(self, since=0):
         return self.get("/_fake/audit", since=str(since))["items"]
@@ -155,7 +160,7 @@ class ServerTestCase(unittest.TestCase):
         self.assertEqual(ctx.exception.code, code, ctx.exception.body)
         return ctx.exception.body
 
-    def wait_for(self, fn, timeout=5.0, what="condition"):
+    def wait_for(self, fn, timeout=20.0, what="condition"):
         deadline = time.time() + timeout
         while time.time() < deadline:
             value = fn()

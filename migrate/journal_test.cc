@@ -56,7 +56,7 @@ TEST_F(JournalTest, RecordsSurviveReopenWithEveryField) {
   EXPECT_GT(r.updated_at, 0);
 }
 
-TEST_F(JournalTest, SecondConcurrentRunIsRefusedWithTheHoldersPid) {
+TEST_F(JournalTest, SecondRunIsRefusedNamingHolder) {
   auto first = MigrationJournal::Open(dir_);
   ASSERT_TRUE(first.ok());
   auto second = MigrationJournal::Open(dir_);

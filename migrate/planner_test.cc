@@ -62,7 +62,7 @@ class PlannerTest : public ::testing::Test {
   }
 };
 
-TEST_F(PlannerTest, BoundUnusedPvWithRegisteredDriverCanMove) {
+TEST_F(PlannerTest, BoundUnusedPvCanMove) {
   objects_.pvs.push_back(EbsPv("pv-a", "ns", "c", "uid-c"));
   objects_.pvcs.push_back(Claim("ns", "c", "uid-c", "pv-a"));
   objects_.csidrivers.push_back(Named("ebs.csi.aws.com"));
@@ -115,7 +115,7 @@ TEST_F(PlannerTest, DaemonSetAndBarePodsAreNotScalable) {
   EXPECT_FALSE(v.pods[1].owner.scalable());
 }
 
-TEST_F(PlannerTest, FlexVolumeWithoutRuleIsUntranslatableWithTranslatorError) {
+TEST_F(PlannerTest, FlexWithoutRuleIsUntranslatable) {
   json pv = EbsPv("pv-f", "ns", "c", "uid-c");
   pv["spec"].erase("awsElasticBlockStore");
   pv["spec"]["flexVolume"] = {{"driver", "acme/lvm"}, {"options", {{"volumeID", "v1"}}}};
@@ -129,7 +129,7 @@ TEST_F(PlannerTest, FlexVolumeWithoutRuleIsUntranslatableWithTranslatorError) {
   EXPECT_TRUE(v.target_pv.is_null());
 }
 
-TEST_F(PlannerTest, FlexVolumeWithRuleMovesToTheRulesDriver) {
+TEST_F(PlannerTest, FlexWithRuleMovesToRulesDriver) {
   auto rules = translator::ParseFlexVolumeRulesText(
       "flexVolumeRules:\n- flexDriver: acme/lvm\n  csiDriver: lvm.csi.acme.io\n"
       "  volumeHandle: {fromOption: volumeID}\n");
@@ -195,7 +195,7 @@ TEST_F(PlannerTest, NamespaceFilterKeepsPvsClaimedFromIt) {
   EXPECT_EQ(plan.volumes[0].pv_name, "pv-b");
 }
 
-TEST_F(PlannerTest, InlineVolumesInTemplatesAreOperatorWork) {
+TEST_F(PlannerTest, InlineVolumesAreOperatorWork) {
   json dep = {{"metadata", {{"namespace", "ns"}, {"name", "legacy"}}},
               {"spec",
                {{"template",

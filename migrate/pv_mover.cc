@@ -269,6 +269,7 @@ class PvMover::Run {
   MigrationRecord rec_;
   MoveResult result_;
   std::vector<std::string> notes_;
+  bool resumed_ = false;  // the row came from an earlier run's journal
 };
 
 StatusOr<VolumePlan> PvMover::Run::FreshPlan(const json& pv) {
@@ -605,7 +606,7 @@ Status PvMover::Run::RunSteps(const std::vector<std::string>& steps,
     if (rec_.step != steps[i]) {
       FLEXCSI_RETURN_IF_ERROR(Announce(steps[i]));
     } else {
-      Progress(steps[i] + " (resumed)");
+      Progress(steps[i] + (resumed_ ? " (resumed)" : ""));
       result_.step = steps[i];
     }
     Status s = take(steps[i]);
@@ -764,7 +765,11 @@ MoveResult PvMover::Run::DryRun(const json& pv, const VolumePlan& plan) {
   for (const auto& w : plan.workloads) {
     ScaledWorkload s{w.group_version, w.resource, w.kind, w.namespace_, w.name, 0};
     auto scale = client_.Get(ScaleOf(s));
-    if (!act("read scale of " + w.ToString(), scale)) return result_;
+    if (!scale.ok()) {
+      result_.outcome = Outcome::kFailed;
+      result_.message = "read scale of " + w.ToString() + ": " + scale.status().message();
+      return result_;
+    }
     json zero = *scale;
     zero["spec"]["replicas"] = 0;
     if (!act("scale " + w.ToString() + " to 0", client_.Update(ScaleOf(s), zero, dry))) {
@@ -791,8 +796,9 @@ MoveResult PvMover::Run::DryRun(const json& pv, const VolumePlan& plan) {
       return result_;
     }
   } else {
-    result_.actions.push_back("delete PV " + pv_name_ +
-                              " (not sent: its policy is Retain only after the real first step)");
+    result_.actions.push_back("delete PV " + pv_name_ + " with a uid precondition (not sent: "
+                              "its policy is " + Str(pv, kReclaim) +
+                              ", and a delete is only ever sent once Retain is confirmed)");
   }
   // The name is taken until the real delete, so the new PV is validated under a temporary name.
   json target = StripServerFields(plan.target_pv);
@@ -830,6 +836,7 @@ MoveResult PvMover::Run::Apply() {
                     "); finish it with `flexcsi migrate rollback --pv " + pv_name_ + "`");
     }
     Progress("resuming at step " + rec_.step);
+    resumed_ = true;
   } else {
     auto live = GetPv();
     if (!live.ok()) return Fail(live.status());
@@ -896,6 +903,7 @@ MoveResult PvMover::Run::Rollback() {
     result_.message = "already rolled back";
     return result_;
   }
+  resumed_ = rec_.direction == "rollback";
   if (rec_.direction != "rollback") {
     Progress("rolling back from step " + rec_.step);
     rec_.direction = "rollback";

@@ -121,7 +121,8 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
     if (v.verdict == Verdict::kCanMove) ++movable;
     rows.push_back({v.pv_name, v.source, OrDash(v.ClaimKey()), OrDash(v.csi_driver),
                     v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict),
-                    OrDash(users), v.reason});
+                    OrDash(users),
+                    v.verdict == Verdict::kInUse ? "stop them, or apply --scale-down" : v.reason});
   }
   PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
   out << "\n" << plan.volumes.size() << " PVs: " << movable << " can move now, "

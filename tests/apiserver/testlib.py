@@ -1,5 +1,6 @@
 """Shared plumbing of the fake API server's own tests: an in-process server per test class
 (real HTTPS, real certificates) and a small JSON client over http.client."""
+import atexit
 import http.client
 import json
 import os
@@ -21,6 +22,7 @@ def _shared_certs():
     global _CERTS
     if _CERTS is None:
         _CERTS = tempfile.mkdtemp(prefix="fake-apiserver-certs-")
+        atexit.register(shutil.rmtree, _CERTS, True)
         tls_material.ensure_certificates(_CERTS)
     return _CERTS
 
@@ -145,7 +147,11 @@ class ServerTestCase(unittest.TestCase):
             shutil.copy(os.path.join(_shared_certs(), name), cls.dir)
         options = {"controller_delays": {"pod_termination": 0.1, "detach": 0.2}}
         options.update(cls.SERVER_OPTIONS)
-        cls.server = FakeApiServer(cls.dir, **options).start()
+        try:
+            cls.server = FakeApiServer(cls.dir, **options).start()
+        except BaseException:
+            shutil.rmtree(cls.dir, ignore_errors=True)  # tearDownClass will not run
+            raise
         cls.api = Client(cls.server.port, cls.dir)
 
     @classmethod

@@ -1,6 +1,7 @@
 """Reaching the server: HTTPS on 127.0.0.1 with a CA-verified client certificate or a bearer
 token, 401 otherwise, and the kubeconfig/port files of the launch contract."""
 import os
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -35,12 +36,14 @@ class TlsAndAuthenticationTest(ServerTestCase):
         self.assertEqual(e.exception.code, 401)
 
     def test_certificate_from_another_ca_is_refused(self):
-        other = tempfile.mkdtemp()
+        other = tempfile.mkdtemp(prefix="fake-apiserver-other-ca-")
+        self.addCleanup(shutil.rmtree, other, True)
         from fakeapi import tls_material
         tls_material.ensure_certificates(other)
         c = Client(self.server.port, other, ca=os.path.join(self.dir, "ca.crt"))
         with self.assertRaises((ssl.SSLError, ConnectionError, ApiError)):
             c.get("/version")
+        c.close()
 
     def test_server_certificate_names_127_0_0_1_and_localhost(self):
         out = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",

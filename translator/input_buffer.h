@@ -27,6 +27,7 @@ class InputBuffer {
   uint64_t begin() const { return dropped_; }
   uint64_t end() const { return dropped_ + size_; }
   size_t size() const { return size_; }
+  bool eof() const { return eof_; }  // the stream has ended (all of it is in the window)
 
   // Reads until end() >= want or the input ends. Returns false if nothing more came.
   bool Fill(uint64_t want);

@@ -16,6 +16,7 @@
 #include "translator/input_buffer.h"
 #include "translator/json_stream.h"
 #include "translator/translate_output.h"
+#include "translator/yaml_stream.h"
 #include "translator/translator.h"
 
 namespace flexcsi {
@@ -419,6 +420,7 @@ class Session : public JsonStreamHandler {
     items_total_ = 1;
     item_index_ = 0;
     TranslateItem(std::move(doc), false);
+    ReleaseIfLarge();
     return Status::Ok();
   }
 
@@ -452,10 +454,7 @@ class Session : public JsonStreamHandler {
   }
   Status OnItem(Json item) override {
     TranslateItem(std::move(item), true);
-    if (input_ != nullptr && output_.holding()) {
-      output_.MaybeRelease(input_->size());
-      if (!output_.holding()) input_->SetRetain(false);
-    }
+    ReleaseIfLarge();
     return Status::Ok();
   }
   Status OnListEnd(Json tail) override {
@@ -504,6 +503,13 @@ class Session : public JsonStreamHandler {
   void set_output_format(OutputFormat format) { output_format_ = format; }
 
  private:
+  // Past the limit of what is held, output is written as it comes and the input dropped.
+  void ReleaseIfLarge() {
+    if (input_ == nullptr || !output_.holding()) return;
+    output_.MaybeRelease(input_->size());
+    if (!output_.holding()) input_->SetRetain(false);
+  }
+
   Status ReleaseFirst() {
     if (!has_first_) return Status::Ok();
     has_first_ = false;
@@ -690,9 +696,9 @@ int TranslateInputs(const Options& opts, const Translator& translator, InputBuff
     }
     const bool json = input != nullptr ? StartsLikeJson(*input) : LooksLikeJson(text);
     Status status;
-    if (json && input != nullptr && !whole) {
+    if (input != nullptr && !whole) {
       session.set_input(input);
-      status = StreamJsonDocument(*input, session);
+      status = json ? StreamJsonDocument(*input, session) : StreamYamlDocuments(*input, session);
       session.set_input(nullptr);
     } else {
       if (input != nullptr) text = AllText(*input);
@@ -713,8 +719,9 @@ int TranslateInputs(const Options& opts, const Translator& translator, InputBuff
     }
     if (status.ok()) status = session.deferred_error();
     if (!status.ok()) {
-      const bool not_streamable = status.code() == Code::kFailedPrecondition &&
-                                  StartsWith(status.message(), kNotStreamable);
+      // What the stream could not take (a list that was not one, a YAML piece that cannot
+      // be read alone) may read fine whole: if nothing is written yet, read it whole.
+      const bool not_streamable = status.code() == Code::kFailedPrecondition;
       if (not_streamable && output.holding() && retry_whole != nullptr) {
         // Nothing written yet: translate everything again, parsed whole.
         output.DropHeld();

@@ -258,3 +258,31 @@ TEST(TranslateStreamingTest, TopLevelArrayAndEmptyList) {
 }  // namespace
 }  // namespace translator
 }  // namespace flexcsi
+
+namespace flexcsi {
+namespace translator {
+namespace {
+
+TEST(TranslateStreamingTest, YamlAliasAcrossItemsIsReadWhole) {
+  // An item cannot be read alone when it refers to an anchor in another: small inputs are
+  // read whole, as before.
+  std::string text =
+      "apiVersion: v1\nitems:\n- metadata: {name: a}\n  spec:\n    cinder: &src {volumeID: c1}\n"
+      "- metadata: {name: b}\n  spec:\n    cinder: *src\nkind: List\n";
+  Result r = RunCommand(ToCsi(), text);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, Oracle(*ParseYamlDocuments(text), true));
+}
+
+TEST(TranslateStreamingTest, YamlSyntaxErrorLateInLargeListIsPlaced) {
+  std::string text = GeneratedList(3700, bench::ListFormat::kYaml);
+  ASSERT_GT(text.size(), TranslateOutput::kHoldLimit);
+  text.insert(text.find("\n  spec:", text.size() - 3000) + 1, "  bad: [\n");
+  Result r = RunCommand(ToCsi(), text);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "error: stdin: " + ParseYamlDocuments(text).status().message() + "\n");
+}
+
+}  // namespace
+}  // namespace translator
+}  // namespace flexcsi

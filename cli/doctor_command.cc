@@ -25,7 +25,9 @@ namespace flexcsi {
 
 namespace {
 
-constexpr int kKnownSchemaVersion = 1;
+// The state database's user_version this flexcsi reads; version 1 (before stagings had a shape)
+// is still read, the bridge migrates it when it opens the database.
+constexpr int kKnownSchemaVersion = 2;
 
 DoctorCheck Pass(std::string name, std::string detail) {
   return {std::move(name), CheckResult::kPass, std::move(detail), ""};
@@ -342,7 +344,7 @@ DoctorCheck CheckStateDatabase(const std::string& path) {
   }
   auto version = db.Query("PRAGMA user_version");
   const int v = version.ok() && !version->empty() ? std::stoi((*version)[0][0]) : -1;
-  if (v != kKnownSchemaVersion) {
+  if (v < 1 || v > kKnownSchemaVersion) {
     return Fail(name,
                 path + ": schema version " + std::to_string(v) + ", this flexcsi knows " +
                     std::to_string(kKnownSchemaVersion),
@@ -369,7 +371,12 @@ DoctorCheck CheckRecordsAgainstMounts(const BridgeConfig& config,
   std::set<std::string> mount_points;
   for (const auto& m : mounts) mount_points.insert(m.mount_point);
   ReadOnlyDatabase db(config.state_database);
-  auto stagings = db.Query("SELECT staging_path, state, request FROM stagings");
+  // Schema 2 records each staging's shape; schema 1 only knew request.staged.
+  auto version = db.Query("PRAGMA user_version");
+  const bool has_shape = version.ok() && !version->empty() && (*version)[0][0] != "1";
+  auto stagings =
+      db.Query(has_shape ? "SELECT staging_path, state, request, shape, marker FROM stagings"
+                         : "SELECT staging_path, state, request FROM stagings");
   auto publications = db.Query("SELECT target_path, state FROM publications");
   if (!stagings.ok() || !publications.ok()) {
     return Fail(name,
@@ -387,10 +394,14 @@ DoctorCheck CheckRecordsAgainstMounts(const BridgeConfig& config,
       const std::string canonical = CanonicalIfExists(path);
       recorded_targets.insert(path);
       recorded_targets.insert(canonical);
-      // A staging the bridge recorded for a driver without STAGE_UNSTAGE_VOLUME
-      // (request.staged == false) is bookkeeping only: nothing is mounted there.
+      // Judged by the staging's shape: the driver's mount (driver-mount) or the bridge's
+      // marker must be there; a record-only staging of the bridge's own and a no-stage record
+      // without a marker have nothing mounted at their path. Schema 1 said the latter with
+      // request.staged == false.
       bool expect_mount = true;
-      if (row.size() > 2 && !row[2].empty()) {
+      if (row.size() > 4) {
+        expect_mount = row[3] == "driver-mount" || row[4] == "1";
+      } else if (row.size() > 2 && !row[2].empty()) {
         const auto request = nlohmann::json::parse(row[2], nullptr, false);
         if (request.is_object()) expect_mount = request.value("staged", true);
       }

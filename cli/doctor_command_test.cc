@@ -21,11 +21,12 @@ CREATE TABLE attachments(flex_driver TEXT, volume_name TEXT, node_name TEXT,
   csi_driver TEXT, volume_id TEXT, node_id TEXT, publish_context TEXT, state TEXT,
   updated_at INTEGER, PRIMARY KEY(flex_driver, volume_name, node_name));
 CREATE TABLE stagings(staging_path TEXT PRIMARY KEY, flex_driver TEXT, volume_name TEXT,
-  csi_driver TEXT, volume_id TEXT, owner TEXT, request TEXT, state TEXT, updated_at INTEGER);
+  csi_driver TEXT, volume_id TEXT, owner TEXT, request TEXT, state TEXT, updated_at INTEGER,
+  shape TEXT NOT NULL DEFAULT 'driver-mount', marker INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE publications(target_path TEXT PRIMARY KEY, staging_path TEXT,
   flex_driver TEXT, volume_name TEXT, csi_driver TEXT, volume_id TEXT, pod_uid TEXT,
   readonly INTEGER, state TEXT, updated_at INTEGER);
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 )sql";
 
 void WriteFile(const std::string& path, const std::string& content) {
@@ -85,7 +86,8 @@ class DoctorTest : public ::testing::Test {
     Sql(kSchema);
     Sql("INSERT INTO attachments VALUES('flexcsi/loopback','pv1','node1','loopback.csi.flexcsi.io',"
         "'vol-1','node1','{}','attached',0);"
-        "INSERT INTO stagings VALUES('" +
+        "INSERT INTO stagings(staging_path, flex_driver, volume_name, csi_driver, volume_id, "
+        "owner, request, state, updated_at) VALUES('" +
         staging_ +
         "','flexcsi/loopback','pv1',"
         "'loopback.csi.flexcsi.io','vol-1','kubelet','{}','staged',0);"
@@ -276,7 +278,7 @@ TEST_F(DoctorTest, RecordedMountThatIsGoneFails) {
   EXPECT_NE(c.detail.find(target_), std::string::npos);
 }
 
-TEST_F(DoctorTest, RecordsBehindASymlinkedKubeletRootMatchTheirCanonicalMounts) {
+TEST_F(DoctorTest, SymlinkedKubeletRootMatchesMounts) {
   // Records name the path kubelet used (through a symlink); the kernel reports the real one.
   const std::string real = root_ + "/real-kubelet";
   ASSERT_EQ(system(("mkdir -p '" + real + "/pods/uid-1/volumes/flexcsi~loopback/pv1' '" + real +
@@ -294,11 +296,27 @@ TEST_F(DoctorTest, RecordsBehindASymlinkedKubeletRootMatchTheirCanonicalMounts) 
   EXPECT_EQ(c.result, CheckResult::kPass) << c.detail;
 }
 
-TEST_F(DoctorTest, StagingNotDoneThroughCsiNeedsNoMount) {
-  // A driver without STAGE_UNSTAGE_VOLUME: the bridge records the staging with
-  // request.staged=false and mounts nothing there.
-  Sql("UPDATE stagings SET request='{\"staged\":false}'");
-  mounts_.erase(mounts_.begin() + 2);  // no mount at the staging path
+TEST_F(DoctorTest, StagingIsJudgedByItsShape) {
+  mounts_.erase(mounts_.begin() + 2);  // nothing mounted at the staging path
+  WriteMounts();
+  // The driver only recorded the staging (csi-driver-host-path's shape) at a path of the
+  // bridge's own: nothing is ever mounted there, so nothing is missing.
+  Sql("UPDATE stagings SET shape='record-only', marker=0, owner='bridge'");
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kPass);
+  // The same at kubelet's device mount path carries the bridge's marker, which must be there.
+  Sql("UPDATE stagings SET marker=1, owner='kubelet'");
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kFail);
+  Sql("UPDATE stagings SET shape='no-stage', marker=1");
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kFail);
+  Sql("UPDATE stagings SET shape='driver-mount', marker=0");
+  EXPECT_EQ(Run("records vs mount table").result, CheckResult::kFail);
+}
+
+TEST_F(DoctorTest, SchemaOneStagingWithoutCsiNeedsNoMount) {
+  // A database the bridge has not migrated yet: request.staged=false meant no mount.
+  Sql("ALTER TABLE stagings DROP COLUMN marker; ALTER TABLE stagings DROP COLUMN shape;"
+      "PRAGMA user_version = 1; UPDATE stagings SET request='{\"staged\":false}'");
+  mounts_.erase(mounts_.begin() + 2);
   WriteMounts();
   EXPECT_EQ(Run("records vs mount table").result, CheckResult::kPass);
   Sql("UPDATE stagings SET request='{\"staged\":true}'");

@@ -80,6 +80,7 @@ void PrintStateTables(const nlohmann::json& reply, std::ostream& out) {
                 {"flex_driver", "DRIVER"},
                 {"volume_id", "VOLUME ID"},
                 {"owner", "OWNER"},
+                {"shape", "SHAPE"},
                 {"state", "STATE"},
                 {"updated_at", "UPDATED"}},
                out);

@@ -21,7 +21,16 @@ nlohmann::json StateReply() {
              {"node_id", "node1"},
              {"state", "attached"},
              {"updated_at", 1700000000}}}},
-          {"stagings", nlohmann::json::array()},
+          {"stagings",
+           {{{"stagingPath",
+              "/var/lib/kubelet/plugins/kubernetes.io/flexvolume/flexcsi/loopback/"
+              "mounts/pv1"},
+             {"flexDriver", "flexcsi/loopback"},
+             {"volumeId", "vol-1"},
+             {"owner", "kubelet"},
+             {"shape", "record-only"},
+             {"marker", true},
+             {"state", "staged"}}}},
           {"publications",
            {{{"targetPath", "/var/lib/kubelet/pods/u/volumes/flexcsi~loopback/pv1"},
              {"flexDriver", "flexcsi/loopback"},
@@ -40,7 +49,9 @@ TEST(StateCommandTest, PrintsTablesFromTheBridgesReply) {
   EXPECT_EQ(bridge.last_call(), "bridge.state");
   const std::string text = out.str();
   EXPECT_NE(text.find("attachments (1)"), std::string::npos) << text;
-  EXPECT_NE(text.find("stagings (0)"), std::string::npos);
+  EXPECT_NE(text.find("stagings (1)"), std::string::npos);
+  // Each staging's shape says what the reconciler and doctor expect at its path.
+  EXPECT_NE(text.find("kubelet  record-only  staged"), std::string::npos) << text;
   EXPECT_NE(text.find("publications (1)"), std::string::npos);
   EXPECT_NE(text.find("2023-11-14T22:13:20Z"), std::string::npos) << text;
   // snake_case and camelCase rows both land in their columns.

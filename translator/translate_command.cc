@@ -26,7 +26,7 @@ namespace {
 constexpr size_t kProgressThreshold = 1000;
 
 const char kUsage[] =
-    "usage: flexcsi translate to-csi pv [FILE...] [--rules FILE] [-o yaml|json]\n"
+    "usage: flexcsi translate to-csi pv [FILE...] [--rules FILE] [-o yaml|json] [--compact]\n"
     "       flexcsi translate to-csi inline --pod-namespace NS [FILE...] [--rules FILE]\n"
     "       flexcsi translate to-csi storageclass --plugin kubernetes.io/<x> [FILE...]\n"
     "       flexcsi translate to-intree pv [FILE...] [--rules FILE] [-o yaml|json]\n"

@@ -22,7 +22,7 @@ TEST(Base64Test, RoundTripsEveryByteValueInBothAlphabets) {
   }
 }
 
-TEST(Base64Test, RejectsCharactersOutsideTheAlphabetAndImpossibleLengths) {
+TEST(Base64Test, RejectsBadCharactersAndLengths) {
   EXPECT_EQ(Base64Decode("YW*h").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Base64Decode("Y").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Base64Decode("YW===").status().code(), Code::kInvalidArgument);

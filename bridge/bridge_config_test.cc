@@ -82,7 +82,7 @@ TEST(BridgeConfigTest, RefusesNoDriversAndDuplicateDrivers) {
   EXPECT_NE(config.status().message().find("twice"), std::string::npos);
 }
 
-TEST(BridgeConfigTest, ControllerEndpointDefaultsToTheCsiSocketOrSaysNone) {
+TEST(BridgeConfigTest, ControllerEndpointDefaultOrNone) {
   auto c = Load(kValid);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->drivers[0].controller_endpoint, "unix:///csi/csi.sock");

@@ -5,7 +5,7 @@
 namespace flexcsi {
 namespace {
 
-TEST(PublishContextTokenTest, RoundTripsAContextThroughTheDeviceString) {
+TEST(PublishContextTokenTest, RoundTripsThroughDeviceString) {
   PublishContext context = {{"devicePath", "/dev/loop7"}, {"backing", "/a b/c=d&e"}};
   const std::string device = EncodePublishContextToken(context);
   EXPECT_EQ(device.rfind("flexcsi-pc1:", 0), 0u);

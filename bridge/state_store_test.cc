@@ -88,7 +88,7 @@ TEST_F(StateStoreTest, RecordsSurviveClosingAndReopeningTheDatabase) {
   EXPECT_EQ((*p)->staging_path, "/k/plugins/x/globalmount");
 }
 
-TEST_F(StateStoreTest, CountsPublicationsPerStagingAsTheReferenceCount) {
+TEST_F(StateStoreTest, CountsPublicationsPerStaging) {
   auto store = OpenStore();
   ASSERT_TRUE(store->PutPublication(Publication("/k/pods/a/v", "/k/s1")).ok());
   ASSERT_TRUE(store->PutPublication(Publication("/k/pods/b/v", "/k/s1")).ok());
@@ -104,7 +104,7 @@ TEST_F(StateStoreTest, CountsPublicationsPerStagingAsTheReferenceCount) {
   EXPECT_FALSE(missing->has_value());
 }
 
-TEST_F(StateStoreTest, CountsRecordsLeftInProgressOrRemovingAsUnsettled) {
+TEST_F(StateStoreTest, CountsUnfinishedAsUnsettled) {
   auto store = OpenStore();
   auto done = Publication("/k/pods/a/v", "");
   auto publishing = Publication("/k/pods/b/v", "");

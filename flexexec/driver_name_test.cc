@@ -24,7 +24,7 @@ TEST(DriverNameTest, RejectsHiddenEmptyAndDotNames) {
   EXPECT_FALSE(DriverNameFromDirectory("/p/a~").ok());
 }
 
-TEST(DriverNameTest, DirectoryComesFromArgv0NotFromTheResolvedExecutable) {
+TEST(DriverNameTest, DirectoryComesFromArgv0) {
   // A symlink or copy named .../vendor~name/name must be named after its own directory.
   EXPECT_EQ("/usr/libexec/kubernetes/kubelet-plugins/volume/exec/flexcsi~loopback",
             ExecutableDirectory(
@@ -32,7 +32,7 @@ TEST(DriverNameTest, DirectoryComesFromArgv0NotFromTheResolvedExecutable) {
   EXPECT_EQ("/p/v~n", ExecutableDirectory("/p/v~n//n"));
 }
 
-TEST(DriverNameTest, RelativeArgv0IsResolvedAgainstWorkingDirectory) {
+TEST(DriverNameTest, RelativeArgv0UsesWorkingDirectory) {
   char buf[PATH_MAX];
   ASSERT_NE(nullptr, ::getcwd(buf, sizeof(buf)));
   EXPECT_EQ(std::string(buf), ExecutableDirectory("./loopback"));

@@ -140,7 +140,7 @@ TEST_F(FlexexecBinaryTest, InvalidConfigSaysWhatIsWrong) {
   EXPECT_NE(std::string::npos, j["message"].get<std::string>().find("capability \"attach\""));
 }
 
-TEST_F(FlexexecBinaryTest, GetVolumeNameAndUnknownCallsAreNotSupported) {
+TEST_F(FlexexecBinaryTest, GetVolumeNameAndUnknownNotSupported) {
   WriteDefaultConfig();
   for (auto args : std::vector<std::vector<std::string>>{
            {"getvolumename", "{}"}, {"waitfordetach", "x"}, {"getdevicemountpath"}}) {
@@ -224,7 +224,7 @@ TEST(FlexexecReplyTest, ExitCodeFollowsStatus) {
   EXPECT_EQ(1, ExitCodeForReply(nlohmann::json::object()));
 }
 
-TEST(FlexexecReplyTest, FormatIsOneCompactLineAndSurvivesInvalidUtf8) {
+TEST(FlexexecReplyTest, OneCompactLineEvenForBadUtf8) {
   EXPECT_EQ("{\"message\":\"a b\",\"status\":\"Failure\"}\n", FormatReply(FlexFailure("a b")));
   std::string bad = FormatReply(FlexFailure(std::string("bad \xff byte")));
   EXPECT_EQ('\n', bad.back());

@@ -71,7 +71,7 @@ TEST(KubeletCallerTest, ReplyParsingFollowsKubelet) {
 
 // pkg/volume/util HasMountRefs: a reference whose path contains the device mount path does not
 // count; any other does and blocks unmountdevice.
-TEST(KubeletCallerTest, MountRefsBlockUnmountDeviceUnlessBelowThePath) {
+TEST(KubeletCallerTest, MountRefsBlockUnmountDevice) {
   const std::string dmp = "/k/plugins/kubernetes.io/flexvolume/v/d/mounts/pv";
   EXPECT_FALSE(HasMountRefs(dmp, {}));
   EXPECT_FALSE(HasMountRefs(dmp, {dmp + "/sub"}));

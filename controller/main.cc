@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -29,6 +31,40 @@ std::string LeaseNameFor(const std::string& provisioner) {
   return "flexcsi-controller-" + out;
 }
 
+// Durations as the sidecars take them ("15s", "1m30s", "500ms") or plain seconds ("15", "0.25").
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
+  if (text.empty()) return false;
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t used = 0;
+    double number;
+    try {
+      number = std::stod(text.substr(i), &used);
+    } catch (...) {
+      return false;
+    }
+    if (number < 0) return false;
+    i += used;
+    std::string unit;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) unit += text[i++];
+    if (unit.empty() || unit == "s") {
+      total_ms += number * 1000;
+    } else if (unit == "ms") {
+      total_ms += number;
+    } else if (unit == "m") {
+      total_ms += number * 60000;
+    } else if (unit == "h") {
+      total_ms += number * 3600000;
+    } else {
+      return false;
+    }
+    if (unit.empty() && i < text.size()) return false;
+  }
+  *out = std::chrono::milliseconds(static_cast<int64_t>(total_ms));
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,7 +74,8 @@ int main(int argc, char** argv) {
   controller::ControllerOptions options;
   kube::ConfigFlags flags;
   std::string lock = "auto";
-  double lease_duration = 15, renew_deadline = 10, retry_period = 2, timeout = 60, resync = 30;
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", timeout = "60s",
+              resync = "30s";
   options.bridge_config_path = kDefaultBridgeConfigPath;
   app.add_option("--kubeconfig", flags.kubeconfig,
                  "kubeconfig file; empty: $KUBECONFIG, ~/.kube/config, else in-cluster");
@@ -55,16 +92,16 @@ int main(int argc, char** argv) {
                  "namespace of the lock object")
       ->capture_default_str();
   app.add_option("--leader-election-lock", lock, "auto, lease or configmap")->capture_default_str();
-  app.add_option("--leader-election-lease-duration", lease_duration, "seconds")
+  app.add_option("--leader-election-lease-duration", lease_duration, "duration, e.g. 15s")
       ->capture_default_str();
-  app.add_option("--leader-election-renew-deadline", renew_deadline, "seconds")
+  app.add_option("--leader-election-renew-deadline", renew_deadline, "duration, e.g. 15s")
       ->capture_default_str();
-  app.add_option("--leader-election-retry-period", retry_period, "seconds")->capture_default_str();
+  app.add_option("--leader-election-retry-period", retry_period, "duration, e.g. 15s")->capture_default_str();
   app.add_option("--identity", options.identity, "leader election identity (default: hostname_random)");
   app.add_option("--worker-threads", options.worker_threads, "parallel operations")
       ->capture_default_str();
-  app.add_option("--timeout", timeout, "seconds per CSI call")->capture_default_str();
-  app.add_option("--resync-period", resync, "seconds between full re-checks")->capture_default_str();
+  app.add_option("--timeout", timeout, "per CSI call, e.g. 60s")->capture_default_str();
+  app.add_option("--resync-period", resync, "between full re-checks, e.g. 30s")->capture_default_str();
   app.add_option("--metrics-address", options.metrics_address,
                  "host:port for /metrics and /healthz (empty: off)");
   CLI11_PARSE(app, argc, argv);
@@ -87,12 +124,26 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
-  options.timeout = seconds(timeout);
-  options.resync = seconds(resync);
-  options.election.lease_duration = seconds(lease_duration);
-  options.election.renew_deadline = seconds(renew_deadline);
-  options.election.retry_period = seconds(retry_period);
+  for (const auto& [flag, text, out] :
+       {std::make_tuple("--timeout", &timeout, &options.timeout),
+        std::make_tuple("--resync-period", &resync, &options.resync),
+        std::make_tuple("--leader-election-lease-duration", &lease_duration,
+                        &options.election.lease_duration),
+        std::make_tuple("--leader-election-renew-deadline", &renew_deadline,
+                        &options.election.renew_deadline),
+        std::make_tuple("--leader-election-retry-period", &retry_period,
+                        &options.election.retry_period)}) {
+    if (!ParseDuration(*text, out) || out->count() <= 0) {
+      std::cerr << "flexcsi-controller: " << flag << " \"" << *text
+                << "\" is not a duration such as 15s, 500ms or 1m\n";
+      return 2;
+    }
+  }
+  if (options.election.renew_deadline >= options.election.lease_duration) {
+    std::cerr << "flexcsi-controller: --leader-election-renew-deadline must be shorter than "
+                 "--leader-election-lease-duration\n";
+    return 2;
+  }
   if (lock == "lease") {
     options.election.lock = controller::LeaderElectionConfig::Lock::kLease;
   } else if (lock == "configmap") {

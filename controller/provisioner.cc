@@ -55,7 +55,15 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
   }
   if (!ClaimNeedsProvisioning(*claim, *sc, driver->provisioner)) return Status::Ok();
   if (JStr(*sc, "provisioner") != driver->provisioner) return Status::Ok();
-  return Provision(*claim, *sc, *driver);
+  const std::string uid = JStr(JField(*claim, "metadata"), "uid");
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    if (!in_flight_.insert(uid).second) return Unavailable("provisioning already in progress");
+  }
+  Status s = Provision(*claim, *sc, *driver);
+  std::lock_guard<std::mutex> lock(in_flight_mu_);
+  in_flight_.erase(uid);
+  return s;
 }
 
 StatusOr<ContentSource> Provisioner::ResolveDataSource(const nlohmann::json& claim,

@@ -12,6 +12,8 @@
 // PV always has a row that leads to either its PV or its deletion (RecoverJournal).
 #pragma once
 
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "controller/controller_context.h"
@@ -41,6 +43,11 @@ class Provisioner {
   void Failed(const nlohmann::json& claim, const std::string& storage_class, const Status& why);
 
   ControllerContext& ctx_;
+  // Claims (uid) being provisioned right now: the journal replay and the claim's own key must
+  // not run two provisionings of one claim at once (harmless, CreateVolume is idempotent, but
+  // it doubles the driver's work and the events).
+  std::mutex in_flight_mu_;
+  std::set<std::string> in_flight_;
 };
 
 }  // namespace flexcsi::controller

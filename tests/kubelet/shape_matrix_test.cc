@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 
+#include "tests/kubelet/attachable_lifecycle.h"
 #include "tests/kubelet/scenario_test_util.h"
 
 namespace flexcsi {
@@ -291,6 +292,45 @@ TEST_P(ShapeTest, Lifecycle) {
   EXPECT_NE(0, ::access(env_->caller().DeviceMountPathFor(volume_).c_str(), F_OK));
   ExpectNothingLeaked(*env_);
 }
+
+// Failure 2 of issue #8 on its own: a driver whose NodeStageVolume mounts nothing (or that has no
+// STAGE_UNSTAGE) must still leave a mount point at kubelet's device mount path; otherwise kubelet
+// skips unmountdevice and the volume stays staged in the bridge and in the driver.
+class DeviceMountPathTest : public ::testing::TestWithParam<bool> {};  // true: record-only
+
+TEST_P(DeviceMountPathTest, UnmountDeviceIsCalled) {
+  EnvOptions options;
+  options.csi_stage_without_mount = GetParam();
+  options.csi_stage_unstage = GetParam();
+  TestEnvironment env(options);
+  ASSERT_TRUE(env.Start());
+  ASSERT_DRIVER_OK(env.caller().Init());
+  const std::string id = env.CreateVolume("vol-dmp", 64 * kMiB, "ext4");
+  ASSERT_FALSE(id.empty());
+  AttachableLifecycle life(&env.caller(), env.VolumeSource("pv-dmp", id), env.Pod("dmp-0"),
+                           env.Pod("dmp-1"));
+  for (Step s : {Step::kAttach, Step::kWaitForAttach, Step::kMountDevice}) {
+    ASSERT_DRIVER_OK(life.Run(s)) << StepName(s);
+  }
+  EXPECT_TRUE(IsLikelyMountPoint(env.caller().DeviceMountPathFor(life.volume())));
+  for (Step s : {Step::kMountPodA, Step::kMountPodB}) ASSERT_DRIVER_OK(life.Run(s)) << StepName(s);
+  ASSERT_TRUE(WriteTextFile(life.PodDir(Step::kMountPodA) + "/f", "shared"));
+  EXPECT_EQ("shared", ReadTextFile(life.PodDir(Step::kMountPodB) + "/f"));
+  EXPECT_EQ("", env.RecordsVersusMountTable());
+  for (Step s : {Step::kUnmountPodA, Step::kUnmountPodB}) {
+    ASSERT_DRIVER_OK(life.Run(s)) << StepName(s);
+  }
+  DriverResult unmounted = life.Run(Step::kUnmountDevice);
+  ASSERT_DRIVER_OK(unmounted);
+  EXPECT_TRUE(unmounted.called) << "kubelet skipped unmountdevice: nothing mounted there";
+  ASSERT_DRIVER_OK(life.Run(Step::kDetach));
+  ExpectNothingLeaked(env);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shape, DeviceMountPathTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "RecordOnly" : "NoStage");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Matrix, ShapeTest, ::testing::ValuesIn(kCells),
                          [](const ::testing::TestParamInfo<Cell>& info) {

@@ -128,7 +128,7 @@ std::string GeneratedList(uint64_t count, bench::ListFormat format, uint64_t see
   return out.str();
 }
 
-TEST(TranslateStreamingTest, GeneratedListMatchesWholeParseOutput) {
+TEST(TranslateStreamingTest, GeneratedListMatchesOldOutput) {
   std::string text = GeneratedList(300, bench::ListFormat::kJson);
   std::string want = Oracle({Json::parse(text)}, false);
   for (size_t chunk : {size_t{1} << 20, size_t{4093}, size_t{7}}) {
@@ -143,7 +143,7 @@ TEST(TranslateStreamingTest, GeneratedListMatchesWholeParseOutput) {
   EXPECT_EQ(compact.out, Json::parse(want).dump() + "\n");
 }
 
-TEST(TranslateStreamingTest, GeneratedYamlListMatchesWholeParseOutput) {
+TEST(TranslateStreamingTest, YamlListMatchesOldOutput) {
   std::string text = GeneratedList(60, bench::ListFormat::kYaml);
   StatusOr<std::vector<Json>> docs = ParseYamlDocuments(text);
   ASSERT_TRUE(docs.ok());
@@ -154,7 +154,7 @@ TEST(TranslateStreamingTest, GeneratedYamlListMatchesWholeParseOutput) {
   EXPECT_EQ(json_out.out, Oracle(*docs, false));
 }
 
-TEST(TranslateStreamingTest, MultiDocumentYamlMatchesWholeParseOutput) {
+TEST(TranslateStreamingTest, MultiDocYamlMatchesOldOutput) {
   std::string text;
   for (uint64_t i = 0; i < 40; ++i) text += "---\n" + JsonToYaml(bench::GeneratePV(3, i));
   text += "---\nkind: ConfigMap\nmetadata: {name: cm}\n---\n" +
@@ -187,7 +187,7 @@ TEST(TranslateStreamingTest, ItemsBeforeKindAndApiVersion) {
   EXPECT_EQ(r.err, "error: expected a PersistentVolume, got kind \"Thing\"\n");
 }
 
-TEST(TranslateStreamingTest, LargeListThatIsNotStreamableIsAClearError) {
+TEST(TranslateStreamingTest, LargeUnstreamableListIsAnError) {
   // Beyond what is held in memory the output has begun; a key that had to come first is an error.
   std::string text = GeneratedList(2500, bench::ListFormat::kJson);
   ASSERT_GT(text.size(), TranslateOutput::kHoldLimit);
@@ -209,7 +209,7 @@ TEST(TranslateStreamingTest, HugeItemsPassThrough) {
   EXPECT_TRUE(r.out == Oracle({list}, false));
 }
 
-TEST(TranslateStreamingTest, BadItemMidStreamIsReportedAndSkipped) {
+TEST(TranslateStreamingTest, BadItemIsReportedAndSkipped) {
   std::string text = GeneratedList(2500, bench::ListFormat::kJson);
   Json list = Json::parse(text);
   list["items"][1500]["spec"]["gcePersistentDisk"] = "not an object";
@@ -225,7 +225,7 @@ TEST(TranslateStreamingTest, BadItemMidStreamIsReportedAndSkipped) {
   EXPECT_NE(r.err.find("summary: 2499 translated, 0 unchanged, 1 failed\n"), std::string::npos);
 }
 
-TEST(TranslateStreamingTest, SyntaxErrorMidStreamLeavesStdoutEmpty) {
+TEST(TranslateStreamingTest, EarlySyntaxErrorLeavesStdoutEmpty) {
   std::string text = GeneratedList(100, bench::ListFormat::kJson);
   text.insert(text.find('\n', text.size() / 2) + 1, "}");  // between two members
   Result r = RunCommand(ToCsi(), text, 4096);
@@ -234,7 +234,7 @@ TEST(TranslateStreamingTest, SyntaxErrorMidStreamLeavesStdoutEmpty) {
   EXPECT_EQ(r.err, "error: stdin: " + ParseJsonText(text).status().message() + "\n");
 }
 
-TEST(TranslateStreamingTest, SyntaxErrorLateInLargeInputIsPlaced) {
+TEST(TranslateStreamingTest, LateSyntaxErrorIsPlaced) {
   // Output has begun; the error still names the line and column the whole-text parser would.
   std::string text = GeneratedList(2500, bench::ListFormat::kJson);
   text.insert(text.find('\n', text.size() - 5000) + 1, "x");
@@ -274,7 +274,7 @@ TEST(TranslateStreamingTest, YamlAliasAcrossItemsIsReadWhole) {
   EXPECT_EQ(r.out, Oracle(*ParseYamlDocuments(text), true));
 }
 
-TEST(TranslateStreamingTest, YamlSyntaxErrorLateInLargeListIsPlaced) {
+TEST(TranslateStreamingTest, LateYamlSyntaxErrorIsPlaced) {
   std::string text = GeneratedList(3700, bench::ListFormat::kYaml);
   ASSERT_GT(text.size(), TranslateOutput::kHoldLimit);
   text.insert(text.find("\n  spec:", text.size() - 3000) + 1, "  bad: [\n");

@@ -47,7 +47,7 @@ std::string Body(const std::string& response) {
   return p == std::string::npos ? "" : response.substr(p + 4);
 }
 
-TEST(ParseListenAddressTest, AcceptsHostPortFormsAndRejectsBadPorts) {
+TEST(ParseListenAddressTest, HostPortFormsAndBadPorts) {
   std::string host;
   int port = -1;
   ASSERT_TRUE(ParseListenAddress("127.0.0.1:9809", &host, &port).ok());

@@ -606,7 +606,9 @@ Status PvMover::Run::RunSteps(const std::vector<std::string>& steps,
     if (rec_.step != steps[i]) {
       FLEXCSI_RETURN_IF_ERROR(Announce(steps[i]));
     } else {
-      Progress(steps[i] + (resumed_ ? " (resumed)" : ""));
+      // Announced already: by this run just before (checked, rollback's first step) or by the
+      // run that died in it.
+      if (resumed_) Progress(steps[i] + " (resumed)");
       result_.step = steps[i];
     }
     Status s = take(steps[i]);

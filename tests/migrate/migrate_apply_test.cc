@@ -189,7 +189,7 @@ TEST_F(MigrateApplyTest, UntranslatablePvIsRefusedWithTheTranslatorsReason) {
   EXPECT_EQ((*live)["metadata"]["resourceVersion"], (*created)["metadata"]["resourceVersion"]);
   ToolRun plan = env_->Run({"plan", "-n", ns_, "--rules", env_->rules_path()});
   EXPECT_EQ(plan.exit_code, 3) << plan.out;
-  EXPECT_NE(plan.out.find("untranslatable"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("untranslatable"), std::string::npos) << plan.out;  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
 }
 
 TEST_F(MigrateApplyTest, DryRunSendsDryRunWritesAndJournalsNothing) {
@@ -218,6 +218,7 @@ TEST_F(MigrateApplyTest, DryRunSendsDryRunWritesAndJournalsNothing) {
   auto live = env_->Get(Pv(pv));
   ASSERT_TRUE(live.ok());
   EXPECT_EQ((*live)["metadata"]["resourceVersion"], (*created)["metadata"]["resourceVersion"]);
+  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
 }
 
 // A claim and its PV edited by someone else between our read and our write: the 409 is answered

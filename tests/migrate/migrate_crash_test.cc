@@ -69,14 +69,21 @@ class MigrateCrashTest : public ::testing::Test {
       s.source_field = field;
       auto pv = env_->CreateBoundVolume(ns, s.pv, s.claim, field,
                                         DistinctSource(source, next_disk_++),
-                                        i % 2 == 0 ? "Delete" : "Retain");
+                                        i % 2 == 0 ? "Delete" : "Retain", /*wait=*/false);
+      EXPECT_TRUE(pv.ok()) << pv.status().ToString();
+      if (!pv.ok()) return {};
+      EXPECT_TRUE(env_->CreateDeployment(ns, s.deployment, s.claim, 1, /*wait=*/false).ok());
+      out.push_back(std::move(s));
+    }
+    // Created all at once, then waited for: the controllers work on them together.
+    for (auto& s : out) {
+      auto pv = env_->WaitBound(ns, s.pv, s.claim);
       EXPECT_TRUE(pv.ok()) << pv.status().ToString();
       if (!pv.ok()) return {};
       s.original_pv = *pv;
       s.original_claim =
           *env_->Get(ResourcePath::Core("persistentvolumeclaims", ns).Named(s.claim));
-      EXPECT_TRUE(env_->CreateDeployment(ns, s.deployment, s.claim, 1).ok());
-      out.push_back(std::move(s));
+      EXPECT_TRUE(env_->WaitRunningPods(ns, s.claim, 1).ok());
     }
     return out;
   }

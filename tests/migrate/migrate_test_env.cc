@@ -158,7 +158,7 @@ Status MigrateEnv::CreateNamespace(const std::string& ns) {
 StatusOr<json> MigrateEnv::CreateBoundVolume(const std::string& ns, const std::string& pv_name,
                                              const std::string& claim,
                                              const std::string& source_field, const json& source,
-                                             const std::string& reclaim_policy) {
+                                             const std::string& reclaim_policy, bool wait) {
   json pv = {{"apiVersion", "v1"},
              {"kind", "PersistentVolume"},
              {"metadata", {{"name", pv_name}, {"labels", {{"test", "migrate"}}}}},
@@ -189,6 +189,12 @@ StatusOr<json> MigrateEnv::CreateBoundVolume(const std::string& ns, const std::s
                 {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
   auto created_pvc = client_->Create(ResourcePath::Core("persistentvolumeclaims", ns), pvc);
   if (!created_pvc.ok()) return created_pvc.status().WithContext("create claim " + claim);
+  if (!wait) return *created_pv;
+  return WaitBound(ns, pv_name, claim);
+}
+
+StatusOr<json> MigrateEnv::WaitBound(const std::string& ns, const std::string& pv_name,
+                                     const std::string& claim) {
   json bound;
   FLEXCSI_RETURN_IF_ERROR(WaitFor(
       [&]() -> StatusOr<bool> {
@@ -205,7 +211,7 @@ StatusOr<json> MigrateEnv::CreateBoundVolume(const std::string& ns, const std::s
 }
 
 Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& name,
-                                    const std::string& claim, int replicas) {
+                                    const std::string& claim, int replicas, bool wait) {
   json dep = {{"apiVersion", "apps/v1"},
               {"kind", "Deployment"},
               {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -220,7 +226,7 @@ Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& na
                      {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}}}}}}}}}};
   auto created = client_->Create(ResourcePath::Group("apps/v1", "deployments", ns), dep);
   if (!created.ok()) return created.status();
-  return WaitRunningPods(ns, claim, static_cast<size_t>(replicas));
+  return wait ? WaitRunningPods(ns, claim, static_cast<size_t>(replicas)) : Status::Ok();
 }
 
 Status MigrateEnv::WaitRunningPods(const std::string& ns, const std::string& claim, size_t count) {

@@ -52,12 +52,16 @@ class MigrateEnv {
   Status CreateNamespace(const std::string& ns);
   // A PV with `source` pre-bound to a new claim ns/name; waits until both are Bound.
   // Returns the PV as read once Bound.
+  // wait=false: returns the PV as created, at once (WaitBound later).
   StatusOr<json> CreateBoundVolume(const std::string& ns, const std::string& pv_name,
                                    const std::string& claim, const std::string& source_field,
-                                   const json& source, const std::string& reclaim_policy);
+                                   const json& source, const std::string& reclaim_policy,
+                                   bool wait = true);
+  StatusOr<json> WaitBound(const std::string& ns, const std::string& pv_name,
+                           const std::string& claim);
   // A Deployment with `replicas` pods mounting `claim`; waits until they run.
   Status CreateDeployment(const std::string& ns, const std::string& name, const std::string& claim,
-                          int replicas);
+                          int replicas, bool wait = true);
   Status WaitRunningPods(const std::string& ns, const std::string& claim, size_t count);
   StatusOr<json> Get(const kube::ResourcePath& path) { return client_->Get(path); }
 

@@ -6,6 +6,7 @@
 
 #include "cli/doctor_command.h"
 #include "cli/install_driver_command.h"
+#include "cli/snapshot_command.h"
 #include "cli/state_command.h"
 #include "cli/volume_command.h"
 #ifdef FLEXCSI_HAVE_TRANSLATOR
@@ -29,6 +30,7 @@ constexpr const char* kUsage =
     "  migrate           move in-tree/FlexVolume PVs to CSI on a live cluster (plan, apply,\n"
     "                    rollback, status)\n"
     "  volume            create or delete a volume on a CSI driver (for static FlexVolume PVs)\n"
+    "  snapshot          create, list or delete CSI snapshots of FlexVolume PVs\n"
     "  version           print the version\n"
     "\n"
     "Run 'flexcsi COMMAND --help' for a command's flags.\n";
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
   if (command == "doctor") return flexcsi::RunDoctorCommand(args, std::cout, std::cerr);
   if (command == "state") return flexcsi::RunStateCommand(args, std::cout, std::cerr);
   if (command == "volume") return flexcsi::RunVolumeCommand(args, std::cout, std::cerr);
+  if (command == "snapshot") {
+    return flexcsi::RunSnapshotCommand(args, std::cin, std::cout, std::cerr);
+  }
   if (command == "translate") {
 #ifdef FLEXCSI_HAVE_TRANSLATOR
     return flexcsi::translator::RunTranslateCommand(args, std::cin, std::cout, std::cerr);

@@ -48,6 +48,9 @@ int RunVolumeCommand(const std::vector<std::string>& args, std::ostream& out, st
                      "ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod")
       ->capture_default_str();
   create->add_option("--timeout", timeout_seconds, "seconds")->capture_default_str();
+  std::string from_snapshot;
+  create->add_option("--from-snapshot", from_snapshot,
+                     "snapshot id to restore (see `flexcsi snapshot`); --size at least its size");
   auto* remove = app.add_subcommand("delete", "delete a volume");
   remove->add_option("--endpoint", endpoint, "unix:///path/to/csi.sock")->required();
   remove->add_option("--id", volume_id, "volume id")->required();
@@ -80,6 +83,9 @@ int RunVolumeCommand(const std::vector<std::string>& args, std::ostream& out, st
   req.set_name(name);
   req.mutable_capacity_range()->set_required_bytes(*bytes);
   if (!fs_type.empty()) (*req.mutable_parameters())["fsType"] = fs_type;
+  if (!from_snapshot.empty()) {
+    req.mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(from_snapshot);
+  }
   *req.add_volume_capabilities() =
       MountCapability({access_mode, fs_type, {}, std::nullopt}, /*single_node_multi_writer=*/false);
   if (req.volume_capabilities(0).access_mode().mode() ==

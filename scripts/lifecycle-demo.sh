@@ -6,6 +6,9 @@
 #                          unmountdevice, detach, isattached
 #   non-attachable driver: init, mount for two pods, data shared, unmount both (the bridge stages
 #                          on the first mount and unstages when the last pod leaves)
+#   attachable driver whose NodeStageVolume mounts nothing (csi-loopback --stage-without-mount,
+#                          csi-driver-host-path's shape): the bridge leaves its marker at the device
+#                          mount path, so kubelet's mount-point test passes and unmountdevice comes
 # Each call execs the installed flexexec exactly as kubelet does, with kubelet's options JSON, and
 # does kubelet's own part around it (mkdir before mount, rmdir after unmount).
 #
@@ -89,8 +92,12 @@ pids+=($!)
 "$driver" --endpoint "unix://$work/csi-shared.sock" --nodeid node-1 --no-attach \
   --state-dir "$work/csi-shared-state" 2>"$work/csi-loopback-shared.log" &
 pids+=($!)
+"$driver" --endpoint "unix://$work/csi-hostpath.sock" --nodeid node-1 --stage-without-mount \
+  --state-dir "$work/csi-hostpath-state" 2>"$work/csi-loopback-hostpath.log" &
+pids+=($!)
 wait_for_socket "$work/csi.sock"
 wait_for_socket "$work/csi-shared.sock"
+wait_for_socket "$work/csi-hostpath.sock"
 
 cat >"$work/bridge.yaml" <<YAML
 kubeletRoot: $kubelet
@@ -105,6 +112,10 @@ drivers:
     csiEndpoint: unix://$work/csi-shared.sock
     attach: false
     rule: {csiDriver: loopback.csi.flexcsi.io, volumeHandle: {fromOption: volumeID}, defaultFsType: ext4}
+  - flexDriver: flexcsi/loopback-hostpath
+    csiEndpoint: unix://$work/csi-hostpath.sock
+    attach: true
+    rule: {csiDriver: loopback.csi.flexcsi.io, volumeHandle: {fromOption: volumeID}, defaultFsType: ext4}
 YAML
 echo "bridge configuration:"; sed 's/^/    /' "$work/bridge.yaml"
 "$bridge" --config "$work/bridge.yaml" 2>"$work/bridge.log" &
@@ -116,12 +127,15 @@ say "Installing flexexec as both FlexVolume drivers (flexcsi install-driver)"
   --flexexec "$flexexec" --socket "$work/bridge.sock"
 find "$plugins" -type f | sed "s|$plugins/|    |"
 
-say "Provisioning two CSI volumes (FlexVolume PVs are pre-provisioned)"
+say "Provisioning three CSI volumes (FlexVolume PVs are pre-provisioned)"
 vol=$("$flexcsi" volume create --endpoint "unix://$work/csi.sock" --name pv-demo --size 64Mi)
 shared=$("$flexcsi" volume create --endpoint "unix://$work/csi-shared.sock" --name pv-shared \
   --size 64Mi)
-echo "    pv-demo   -> CSI volume $vol"
-echo "    pv-shared -> CSI volume $shared"
+hostpath=$("$flexcsi" volume create --endpoint "unix://$work/csi-hostpath.sock" --name pv-hostpath \
+  --size 64Mi)
+echo "    pv-demo     -> CSI volume $vol"
+echo "    pv-shared   -> CSI volume $shared"
+echo "    pv-hostpath -> CSI volume $hostpath"
 
 # ---------------------------------------------------------------------------------------------
 say "Attachable driver flexcsi/loopback: one PV, two pods on node-1"
@@ -184,6 +198,35 @@ echo "-- the bridge staged the volume once and counts its two publications:"
 "$flexcsi" state --socket "$work/bridge.sock" | sed 's/^/    /'
 flex "$exe" unmount "$pod_c"; kubelet_rmdir "$pod_c"
 flex "$exe" unmount "$pod_d"; kubelet_rmdir "$pod_d"
+
+# ---------------------------------------------------------------------------------------------
+say "Attachable driver flexcsi/loopback-hostpath: NodeStageVolume mounts nothing"
+exe=$plugins/flexcsi~loopback-hostpath/loopback-hostpath
+H=$(options --arg v "$hostpath" '{"kubernetes.io/fsType":"ext4",
+  "kubernetes.io/pvOrVolumeName":"pv-hostpath","kubernetes.io/readwrite":"rw",volumeID:$v}')
+hp_options() {
+  options --arg v "$hostpath" '{"kubernetes.io/fsType":"ext4","kubernetes.io/pod.name":"db-0",
+    "kubernetes.io/pod.namespace":"default","kubernetes.io/pod.uid":"77777777-8888-9999-aaaa-bbbbbbbbbbbb",
+    "kubernetes.io/pvOrVolumeName":"pv-hostpath","kubernetes.io/readwrite":"rw",
+    "kubernetes.io/serviceAccount.name":"default",volumeID:$v}'
+}
+hp_dmp=$kubelet/plugins/kubernetes.io/flexvolume/flexcsi/loopback-hostpath/mounts/pv-hostpath
+pod_e=$kubelet/pods/77777777-8888-9999-aaaa-bbbbbbbbbbbb/volumes/flexcsi~loopback-hostpath/pv-hostpath
+flex "$exe" init
+flex "$exe" attach "$H" node-1
+device=$(jq -r .device <<<"$REPLY_JSON")
+flex "$exe" waitforattach "$device" "$H"
+mkdir -p -m 0750 "$hp_dmp"
+flex "$exe" mountdevice "$hp_dmp" "$device" "$H"
+echo "-- kubelet calls unmountdevice only for a mount point; the driver mounted nothing there, the"
+echo "   bridge's marker keeps the device mount path one:"
+findmnt -n -o TARGET,SOURCE,FSTYPE,OPTIONS "$hp_dmp" | sed 's/^/    mounted: /'
+mkdir -p -m 0750 "$pod_e"
+flex "$exe" mount "$pod_e" "$(hp_options)"
+findmnt -n -o TARGET,SOURCE,FSTYPE "$pod_e" | sed 's/^/    mounted: /'
+flex "$exe" unmount "$pod_e"; kubelet_rmdir "$pod_e"
+flex "$exe" unmountdevice "$hp_dmp"; kubelet_rmdir "$hp_dmp"
+flex "$exe" detach pv-hostpath node-1
 
 # ---------------------------------------------------------------------------------------------
 say "Afterwards"

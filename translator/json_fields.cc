@@ -1,6 +1,7 @@
 #include "translator/json_fields.h"
 
 #include <limits>
+#include <string_view>
 
 namespace flexcsi {
 namespace translator {
@@ -38,18 +39,22 @@ const char* JsonTypeName(const Json& value) {
   }
 }
 
+// Looked up as a string_view (the map's comparator is transparent): nlohmann's find(const
+// char*) builds a std::string, an allocation for keys like "gcePersistentDisk".
 const Json* FindField(const Json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
+  const Json::object_t& members = obj.get_ref<const Json::object_t&>();
+  auto it = members.find(std::string_view(key));
+  if (it == members.end() || it->second.is_null()) return nullptr;
+  return &it->second;
 }
 
 Json* FindMutableField(Json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
+  Json::object_t& members = obj.get_ref<Json::object_t&>();
+  auto it = members.find(std::string_view(key));
+  if (it == members.end() || it->second.is_null()) return nullptr;
+  return &it->second;
 }
 
 std::string StringField(const Json& obj, const char* key, const std::string& path) {

@@ -1,5 +1,12 @@
 // flexcsi-controller against the fake API server and a real csi-loopback: provisioning with
 // both binding modes, deletion, clones, errors as events.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "tests/controller/e2e_test_util.h"
@@ -172,6 +179,50 @@ TEST_F(Provisioning, ParameterErrorsAndDriverErrorsBecomeEvents) {
   for (const char* c : {"a", "b", "c"}) {
     EXPECT_EQ(W().GetClaim("errs", c)["status"].value("phase", ""), "Pending");
   }
+}
+
+// One plain HTTP/1.0 GET to 127.0.0.1:port; the whole answer, headers included.
+std::string HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!::write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST_F(Provisioning, HealthzAndCsiMetricsAreServed) {
+  W().CreateNamespace("metrics");
+  W().CreateStorageClass("metrics");
+  ASSERT_TRUE(W().StartController());
+  W().CreateClaim("metrics", "m", "16Mi", "metrics");
+  ASSERT_TRUE(W().WaitBound("metrics", "m"));
+  std::smatch m;
+  const std::string log = W().ControllerLog(0);
+  const std::regex port_re("metrics and /healthz on port ([0-9]+)");
+  std::string last_port;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), port_re); it != std::sregex_iterator();
+       ++it) {
+    last_port = (*it)[1];
+  }
+  ASSERT_FALSE(last_port.empty()) << log;
+  const int port = std::stoi(last_port);
+  const std::string health = HttpGet(port, "/healthz");
+  EXPECT_NE(health.find(" 200 "), std::string::npos) << health;
+  const std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_NE(metrics.find("flexcsi_csi_rpc_duration_seconds_count{method=\"CreateVolume\",code=\"OK\"}"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
 }
 
 }  // namespace

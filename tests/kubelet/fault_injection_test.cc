@@ -3,7 +3,10 @@
 // kubelet retries (same call, growing backoff), and afterwards nothing may be leaked and the
 // bridge's records must match the kernel's mount table.
 //
-// Seeded (FLEXCSI_FAULT_SEED overrides the default), so a failure can be replayed.
+// Seeded (FLEXCSI_FAULT_SEED overrides the default), so a failure can be replayed. Run for the
+// default driver shape and for a driver whose NodeStageVolume mounts nothing, where the bridge
+// mounts its marker at the device mount path (more windows for a kill: between NodeStage and the
+// marker, between NodeUnstage and its removal).
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -16,19 +19,29 @@ namespace kubelet {
 namespace {
 
 constexpr int64_t kMiB = 1024 * 1024;
-constexpr int kLifecycles = 20;
 constexpr int kMaxAttempts = 12;
+
+struct FaultShape {
+  const char* name;
+  bool stage_without_mount;
+  int lifecycles;
+};
 
 uint32_t Seed() {
   const char* s = std::getenv("FLEXCSI_FAULT_SEED");
   return s && *s ? static_cast<uint32_t>(std::strtoul(s, nullptr, 10)) : 20261121u;
 }
 
-TEST(FaultInjectionTest, BridgeKilledAtRandomPointsLeaksNothing) {
+class FaultInjectionTest : public ::testing::TestWithParam<FaultShape> {};
+
+TEST_P(FaultInjectionTest, KilledBridgeLeaksNothing) {
   const uint32_t seed = Seed();
   SCOPED_TRACE("FLEXCSI_FAULT_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
-  TestEnvironment env;
+  const int kLifecycles = GetParam().lifecycles;
+  EnvOptions options;
+  options.csi_stage_without_mount = GetParam().stage_without_mount;
+  TestEnvironment env(options);
   ASSERT_TRUE(env.Start());
   ASSERT_DRIVER_OK(env.caller().Init());
   std::vector<std::string> ids;
@@ -104,6 +117,15 @@ TEST(FaultInjectionTest, BridgeKilledAtRandomPointsLeaksNothing) {
       kLifecycles, kills, interrupted, mid_call, retries, seed);
   ExpectNothingLeaked(env);
 }
+
+void PrintTo(const FaultShape& shape, std::ostream* os) { *os << shape.name; }
+
+INSTANTIATE_TEST_SUITE_P(Shape, FaultInjectionTest,
+                         ::testing::Values(FaultShape{"DriverMount", false, 20},
+                                           FaultShape{"RecordOnly", true, 10}),
+                         [](const ::testing::TestParamInfo<FaultShape>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace kubelet

@@ -148,3 +148,27 @@ TEST(ProvisionPlan, WhichClaimsAreOurs) {
 
 }  // namespace
 }  // namespace flexcsi::controller
+
+namespace flexcsi::controller {
+namespace {
+
+TEST(ProvisionerName, DefaultsToTheCsiDriverAndCanBeSet) {
+  EXPECT_EQ(TestBridgeConfig().drivers[0].provisioner, "loopback.csi.flexcsi.io");
+  nlohmann::json j = {{"drivers",
+                       {{{"flexDriver", "flexcsi/loopback"},
+                         {"csiEndpoint", "unix:///run/csi.sock"},
+                         {"provisioner", "example.com/flex-loop"},
+                         {"rule",
+                          {{"csiDriver", "loopback.csi.flexcsi.io"},
+                           {"volumeHandle", {{"fromOption", "volumeID"}}}}}}}}};
+  auto config = BridgeConfig::FromJson(j);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->drivers[0].provisioner, "example.com/flex-loop");
+  j["drivers"][0]["provisioner"] = 7;
+  auto bad = BridgeConfig::FromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("provisioner"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flexcsi::controller

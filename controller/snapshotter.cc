@@ -190,7 +190,11 @@ Status Snapshotter::SyncContent(const std::string& name) {
     }
     return Status::Ok();
   }
-  if (!handle.empty()) return Status::Ok();
+  // Done, unless the driver cut the snapshot but is still processing it (readyToUse false):
+  // then CreateSnapshot is repeated (idempotent by name) until it says ready, as csi-snapshotter
+  // polls.
+  const auto& ready = JField(JField(*content, "status"), "readyToUse");
+  if (!handle.empty() && ready.is_boolean() && ready.get<bool>()) return Status::Ok();
   const std::string source_volume = JStr(JField(spec, "source"), "volumeHandle");
   if (source_volume.empty()) return Status::Ok();
 

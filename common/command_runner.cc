@@ -76,7 +76,8 @@ std::string CommandLineForDisplay(const std::vector<std::string>& argv) {
 }
 
 StatusOr<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout,
+                                          const CommandEnvironment& extra_env) {
   if (argv.empty()) return InvalidArgument("empty command line");
   boost::filesystem::path exe = ResolveExecutable(argv[0]);
   if (exe.empty()) return NotFound("command not found: " + argv[0]);
@@ -93,6 +94,12 @@ StatusOr<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv,
   // error messages, so every child runs in the C locale.
   bp::environment env = boost::this_process::environment();
   env["LC_ALL"] = "C";
+  for (const auto& [name, value] : extra_env) {
+    if (name.empty() || name.find('=') != std::string::npos) {
+      return InvalidArgument("environment variable name \"" + name + "\" is empty or has '='");
+    }
+    env[name] = value;
+  }
   // Parenthesised redirections keep clang-format from reading them as template brackets.
   // Starting under the shared lock keeps every ChildSpawnBarrier's descriptors out of the child.
   std::shared_lock<std::shared_mutex> spawning(ChildSpawnMutex());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -17,6 +18,11 @@ struct CommandOutput {
   std::string stderr_text;
 };
 
+// Variables set for the child on top of the inherited environment, e.g. an exec credential
+// plugin's settings. They travel in the environment, never in argv, because argv is visible to
+// every user in /proc and ps and the values may be secrets.
+using CommandEnvironment = std::vector<std::pair<std::string, std::string>>;
+
 // Generous enough for mkfs on a slow disk; callers with better knowledge pass their own.
 constexpr std::chrono::milliseconds kDefaultCommandTimeout = std::chrono::seconds(120);
 
@@ -28,7 +34,8 @@ constexpr std::chrono::milliseconds kDefaultCommandTimeout = std::chrono::second
 // it is killed and DEADLINE_EXCEEDED is returned.
 StatusOr<CommandOutput> RunCommandCapture(
     const std::vector<std::string>& argv,
-    std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+    std::chrono::milliseconds timeout = kDefaultCommandTimeout,
+    const CommandEnvironment& extra_env = {});
 
 // Like RunCommandCapture, but a non-zero exit is an INTERNAL error whose message names the
 // command and carries its stderr. On success returns the command's stdout.

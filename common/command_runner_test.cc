@@ -48,6 +48,22 @@ TEST(CommandRunnerTest, ChildRunsInTheCLocale) {
   EXPECT_EQ(*out, "C\n");
 }
 
+TEST(CommandRunnerTest, ExtraEnvironmentReachesTheChildNotItsArgv) {
+  StatusOr<CommandOutput> out = RunCommandCapture(
+      {"sh", "-c", "echo \"$FLEXCSI_SECRET\"; cat /proc/$$/cmdline"}, kDefaultCommandTimeout,
+      {{"FLEXCSI_SECRET", "s3cr3t value"}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->stdout_text.substr(0, out->stdout_text.find('\n')), "s3cr3t value");
+  EXPECT_EQ(out->stdout_text.find("s3cr3t", out->stdout_text.find('\n')), std::string::npos);
+}
+
+TEST(CommandRunnerTest, EnvironmentNameWithEqualsIsInvalid) {
+  StatusOr<CommandOutput> out =
+      RunCommandCapture({"true"}, kDefaultCommandTimeout, {{"A=B", "c"}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+}
+
 TEST(CommandRunnerTest, UnknownCommandIsNotFound) {
   StatusOr<std::string> out = RunCommand({"no-such-tool-flexcsi"});
   ASSERT_FALSE(out.ok());

@@ -138,24 +138,13 @@ StatusOr<ExecCredential> ExecCredentialProvider::RunPlugin() {
                       " requires interactive mode (interactiveMode: Always), but flexcsi never "
                       "gives plugins a terminal");
   }
-  // command_runner passes no environment of its own, so the variables travel through env(1)
-  // (argv, no shell). A command that env would read as an option or an assignment is refused.
-  if (plugin_.command.empty() || plugin_.command[0] == '-' ||
-      plugin_.command.find('=') != std::string::npos) {
-    return InvalidArgument("exec plugin: command " + plugin_.command + " cannot be run");
-  }
-  std::vector<std::string> argv = {"env",
-                                   "KUBERNETES_EXEC_INFO=" + ExecInfoJson(plugin_, cluster_)};
-  for (const auto& [name, value] : plugin_.env) {
-    if (name.find('=') != std::string::npos) {
-      return InvalidArgument("exec plugin: environment variable name " + name + " contains '='");
-    }
-    argv.push_back(name + "=" + value);
-  }
-  argv.push_back(plugin_.command);
+  // Settings travel in the environment, never in argv: argv is readable by every user.
+  CommandEnvironment env = {{"KUBERNETES_EXEC_INFO", ExecInfoJson(plugin_, cluster_)}};
+  env.insert(env.end(), plugin_.env.begin(), plugin_.env.end());
+  std::vector<std::string> argv = {plugin_.command};
   argv.insert(argv.end(), plugin_.args.begin(), plugin_.args.end());
 
-  StatusOr<CommandOutput> out = RunCommandCapture(argv, timeout_);
+  StatusOr<CommandOutput> out = RunCommandCapture(argv, timeout_, env);
   if (!out.ok()) {
     return Status(out.status().code(),
                   "exec plugin " + plugin_.command + ": " + out.status().message());

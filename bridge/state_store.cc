@@ -69,55 +69,6 @@ StagingShape StagingShapeFromWord(const std::string& word) {
   return StagingShape::kDriverMount;
 }
 
-Status SqliteError(sqlite3* db, const std::string& what) {
-  return Internal("state database: " + what + ": " + sqlite3_errmsg(db));
-}
-
-// A prepared statement that binds by position and finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Status prepared() const { return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "prepare"); }
-  Statement& Bind(const std::string& v) {
-    sqlite3_bind_text(stmt_, ++index_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& BindNullable(const std::string& v) {
-    if (v.empty()) {
-      sqlite3_bind_null(stmt_, ++index_);
-      return *this;
-    }
-    return Bind(v);
-  }
-  Statement& Bind(int64_t v) {
-    sqlite3_bind_int64(stmt_, ++index_, v);
-    return *this;
-  }
-  // SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(stmt_); }
-  Status RunToCompletion(const std::string& what) {
-    FLEXCSI_RETURN_IF_ERROR(prepared());
-    return Step() == SQLITE_DONE ? Status::Ok() : SqliteError(db_, what);
-  }
-  std::string Text(int col) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-  int index_ = 0;
-};
-
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
 
 nlohmann::json ParseStoredJson(const std::string& text) {
@@ -127,17 +78,19 @@ nlohmann::json ParseStoredJson(const std::string& text) {
 
 // Runs `step` on every row of a prepared query and collects what it returns.
 template <typename Row, typename Fn>
-StatusOr<std::vector<Row>> CollectRows(sqlite3* db, Statement& stmt, Fn read_row) {
+StatusOr<std::vector<Row>> CollectRows(const SqliteDatabase& db, SqliteStatement& stmt,
+                                       Fn read_row) {
   FLEXCSI_RETURN_IF_ERROR(stmt.prepared());
   std::vector<Row> rows;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) rows.push_back(read_row(stmt));
-  if (rc != SQLITE_DONE) return SqliteError(db, "query");
+  if (rc != SQLITE_DONE) return db.Error("query");
   return rows;
 }
 
 template <typename Row, typename Fn>
-StatusOr<std::optional<Row>> FirstRow(sqlite3* db, Statement& stmt, Fn read_row) {
+StatusOr<std::optional<Row>> FirstRow(const SqliteDatabase& db, SqliteStatement& stmt,
+                                      Fn read_row) {
   auto rows = CollectRows<Row>(db, stmt, read_row);
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return std::optional<Row>();
@@ -147,7 +100,7 @@ StatusOr<std::optional<Row>> FirstRow(sqlite3* db, Statement& stmt, Fn read_row)
 constexpr const char* kAttachmentColumns =
     "flex_driver, volume_name, node_name, csi_driver, volume_id, node_id, publish_context, "
     "state, updated_at";
-AttachmentRecord ReadAttachment(const Statement& s) {
+AttachmentRecord ReadAttachment(const SqliteStatement& s) {
   AttachmentRecord r;
   r.flex_driver = s.Text(0);
   r.volume_name = s.Text(1);
@@ -164,7 +117,7 @@ AttachmentRecord ReadAttachment(const Statement& s) {
 constexpr const char* kStagingColumns =
     "staging_path, flex_driver, volume_name, csi_driver, volume_id, owner, request, state, "
     "updated_at, shape, marker";
-StagingRecord ReadStaging(const Statement& s) {
+StagingRecord ReadStaging(const SqliteStatement& s) {
   StagingRecord r;
   r.staging_path = s.Text(0);
   r.flex_driver = s.Text(1);
@@ -183,7 +136,7 @@ StagingRecord ReadStaging(const Statement& s) {
 constexpr const char* kPublicationColumns =
     "target_path, staging_path, flex_driver, volume_name, csi_driver, volume_id, pod_uid, "
     "readonly, state, updated_at";
-PublicationRecord ReadPublication(const Statement& s) {
+PublicationRecord ReadPublication(const SqliteStatement& s) {
   PublicationRecord r;
   r.target_path = s.Text(0);
   r.staging_path = s.Text(1);
@@ -231,180 +184,136 @@ const char* PhaseName(Phase phase) {
 }
 
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
-  sqlite3* db = nullptr;
-  int rc =
-      sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return Internal("cannot open state database " + path + ": " + message);
-  }
-  std::unique_ptr<StateStore> store(new StateStore(db));
-  // A concurrent `flexcsi-bridge state` reader may hold the database briefly.
-  sqlite3_busy_timeout(db, 5000);
-  FLEXCSI_RETURN_IF_ERROR(store->Migrate().WithContext("state database " + path));
-  return store;
+  static_assert(kSchemaVersion == 2, "add the migration to the list below");
+  auto db = SqliteDatabase::Open(path, "state database", {kSchemaV1, kMigrateV1ToV2});
+  if (!db.ok()) return db.status();
+  return std::unique_ptr<StateStore>(new StateStore(std::move(*db)));
 }
 
-StateStore::~StateStore() { sqlite3_close(db_); }
-
-Status StateStore::Migrate() {
-  std::lock_guard<std::mutex> lock(mu_);
-  char* error = nullptr;
-  auto exec = [&](const char* sql) -> Status {
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
-    Status s = Internal(error ? error : "unknown sqlite error");
-    sqlite3_free(error);
-    return s;
-  };
-  // WAL keeps readers (the state command) from blocking writers; FULL makes each commit durable.
-  FLEXCSI_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
-  Statement version(db_, "PRAGMA user_version");
-  FLEXCSI_RETURN_IF_ERROR(version.prepared());
-  if (version.Step() != SQLITE_ROW) return SqliteError(db_, "read schema version");
-  const int64_t current = version.Int(0);
-  if (current > kSchemaVersion) {
-    return FailedPrecondition("schema version " + std::to_string(current) +
-                              " was written by a newer flexcsi (this one knows version " +
-                              std::to_string(kSchemaVersion) + ")");
-  }
-  if (current == kSchemaVersion) return Status::Ok();
-  // One transaction from whatever version is there to the current one.
-  FLEXCSI_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-  Status s = current < 1 ? exec(kSchemaV1) : Status::Ok();
-  if (s.ok()) s = exec(kMigrateV1ToV2);
-  if (s.ok()) s = exec("PRAGMA user_version = 2");
-  if (!s.ok()) {
-    exec("ROLLBACK");
-    return s;
-  }
-  return exec("COMMIT");
-}
+StateStore::~StateStore() = default;
 
 void StateStore::SetDurability(Phase phase_written) {
-  sqlite3_exec(
-      db_,
-      phase_written == Phase::kInProgress ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
-      nullptr, nullptr, nullptr);
+  db_->SetFullSync(phase_written == Phase::kInProgress);
 }
 
 Status StateStore::PutAttachment(const AttachmentRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(r.phase);
-  Statement s(db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
+  SqliteStatement s(*db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
   s.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name).Bind(r.csi_driver);
   s.Bind(r.volume_id).Bind(r.node_id).Bind(r.publish_context.dump());
   s.Bind(std::string(PhaseWord(kAttachmentWords, r.phase))).Bind(Now());
-  return s.RunToCompletion("write attachment");
+  return s.Run("write attachment");
 }
 
 StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(const std::string& flex_driver,
                                                                     const std::string& volume_name,
                                                                     const std::string& node_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kAttachmentColumns, "attachments",
-                          "flex_driver=? AND volume_name=? AND node_name=?")
-                       .c_str());
+  SqliteStatement s(*db_, Select(kAttachmentColumns, "attachments",
+                                 "flex_driver=? AND volume_name=? AND node_name=?")
+                              .c_str());
   s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
-  return FirstRow<AttachmentRecord>(db_, s, ReadAttachment);
+  return FirstRow<AttachmentRecord>(*db_, s, ReadAttachment);
 }
 
 Status StateStore::DeleteAttachment(const std::string& flex_driver, const std::string& volume_name,
                                     const std::string& node_name) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(Phase::kDone);
-  Statement s(db_, "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
+  SqliteStatement s(
+      *db_, "DELETE FROM attachments WHERE flex_driver=? AND volume_name=? AND node_name=?");
   s.Bind(flex_driver).Bind(volume_name).Bind(node_name);
-  return s.RunToCompletion("delete attachment");
+  return s.Run("delete attachment");
 }
 
 StatusOr<std::vector<AttachmentRecord>> StateStore::ListAttachments() {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kAttachmentColumns, "attachments", "").c_str());
-  return CollectRows<AttachmentRecord>(db_, s, ReadAttachment);
+  SqliteStatement s(*db_, Select(kAttachmentColumns, "attachments", "").c_str());
+  return CollectRows<AttachmentRecord>(*db_, s, ReadAttachment);
 }
 
 Status StateStore::PutStaging(const StagingRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(r.phase);
-  Statement s(db_, (std::string("INSERT OR REPLACE INTO stagings(") + kStagingColumns +
-                    ") VALUES(?,?,?,?,?,?,?,?,?,?,?)")
-                       .c_str());
+  SqliteStatement s(*db_, (std::string("INSERT OR REPLACE INTO stagings(") + kStagingColumns +
+                           ") VALUES(?,?,?,?,?,?,?,?,?,?,?)")
+                              .c_str());
   s.Bind(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name).Bind(r.csi_driver);
   s.Bind(r.volume_id).Bind(std::string(r.owner == StagingOwner::kBridge ? "bridge" : "kubelet"));
   s.Bind(r.request.dump()).Bind(std::string(PhaseWord(kStagingWords, r.phase))).Bind(Now());
   s.Bind(std::string(StagingShapeName(r.shape))).Bind(int64_t{r.marker ? 1 : 0});
-  return s.RunToCompletion("write staging");
+  return s.Run("write staging");
 }
 
 StatusOr<std::optional<StagingRecord>> StateStore::GetStaging(const std::string& staging_path) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kStagingColumns, "stagings", "staging_path=?").c_str());
+  SqliteStatement s(*db_, Select(kStagingColumns, "stagings", "staging_path=?").c_str());
   s.Bind(staging_path);
-  return FirstRow<StagingRecord>(db_, s, ReadStaging);
+  return FirstRow<StagingRecord>(*db_, s, ReadStaging);
 }
 
 StatusOr<std::optional<StagingRecord>> StateStore::FindStagingOfVolume(
     const std::string& flex_driver, const std::string& volume_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kStagingColumns, "stagings", "flex_driver=? AND volume_name=?").c_str());
+  SqliteStatement s(*db_,
+                    Select(kStagingColumns, "stagings", "flex_driver=? AND volume_name=?").c_str());
   s.Bind(flex_driver).Bind(volume_name);
-  return FirstRow<StagingRecord>(db_, s, ReadStaging);
+  return FirstRow<StagingRecord>(*db_, s, ReadStaging);
 }
 
 Status StateStore::DeleteStaging(const std::string& staging_path) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(Phase::kDone);
-  Statement s(db_, "DELETE FROM stagings WHERE staging_path=?");
+  SqliteStatement s(*db_, "DELETE FROM stagings WHERE staging_path=?");
   s.Bind(staging_path);
-  return s.RunToCompletion("delete staging");
+  return s.Run("delete staging");
 }
 
 StatusOr<std::vector<StagingRecord>> StateStore::ListStagings() {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kStagingColumns, "stagings", "").c_str());
-  return CollectRows<StagingRecord>(db_, s, ReadStaging);
+  SqliteStatement s(*db_, Select(kStagingColumns, "stagings", "").c_str());
+  return CollectRows<StagingRecord>(*db_, s, ReadStaging);
 }
 
 Status StateStore::PutPublication(const PublicationRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(r.phase);
-  Statement s(db_, "INSERT OR REPLACE INTO publications VALUES(?,?,?,?,?,?,?,?,?,?)");
+  SqliteStatement s(*db_, "INSERT OR REPLACE INTO publications VALUES(?,?,?,?,?,?,?,?,?,?)");
   s.Bind(r.target_path).BindNullable(r.staging_path).Bind(r.flex_driver).Bind(r.volume_name);
   s.Bind(r.csi_driver).Bind(r.volume_id).Bind(r.pod_uid).Bind(int64_t{r.readonly ? 1 : 0});
   s.Bind(std::string(PhaseWord(kPublicationWords, r.phase))).Bind(Now());
-  return s.RunToCompletion("write publication");
+  return s.Run("write publication");
 }
 
 StatusOr<std::optional<PublicationRecord>> StateStore::GetPublication(
     const std::string& target_path) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kPublicationColumns, "publications", "target_path=?").c_str());
+  SqliteStatement s(*db_, Select(kPublicationColumns, "publications", "target_path=?").c_str());
   s.Bind(target_path);
-  return FirstRow<PublicationRecord>(db_, s, ReadPublication);
+  return FirstRow<PublicationRecord>(*db_, s, ReadPublication);
 }
 
 Status StateStore::DeletePublication(const std::string& target_path) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(Phase::kDone);
-  Statement s(db_, "DELETE FROM publications WHERE target_path=?");
+  SqliteStatement s(*db_, "DELETE FROM publications WHERE target_path=?");
   s.Bind(target_path);
-  return s.RunToCompletion("delete publication");
+  return s.Run("delete publication");
 }
 
 StatusOr<std::vector<PublicationRecord>> StateStore::ListPublications() {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, Select(kPublicationColumns, "publications", "").c_str());
-  return CollectRows<PublicationRecord>(db_, s, ReadPublication);
+  SqliteStatement s(*db_, Select(kPublicationColumns, "publications", "").c_str());
+  return CollectRows<PublicationRecord>(*db_, s, ReadPublication);
 }
 
 StatusOr<int64_t> StateStore::CountPublicationsOfStaging(const std::string& staging_path) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT COUNT(*) FROM publications WHERE staging_path=?");
+  SqliteStatement s(*db_, "SELECT COUNT(*) FROM publications WHERE staging_path=?");
   s.Bind(staging_path);
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
-  if (s.Step() != SQLITE_ROW) return SqliteError(db_, "count publications");
+  if (s.Step() != SQLITE_ROW) return db_->Error("count publications");
   return s.Int(0);
 }
 
@@ -414,12 +323,13 @@ StatusOr<RecordCounts> StateStore::CountRecords() {
       std::string("(SELECT COUNT(*) FROM attachments WHERE state != '") + kAttachmentWords.done +
       "') + (SELECT COUNT(*) FROM stagings WHERE state != '" + kStagingWords.done +
       "') + (SELECT COUNT(*) FROM publications WHERE state != '" + kPublicationWords.done + "')";
-  Statement s(db_, ("SELECT (SELECT COUNT(*) FROM attachments), (SELECT COUNT(*) FROM stagings), "
-                    "(SELECT COUNT(*) FROM publications), " +
-                    unsettled)
-                       .c_str());
+  SqliteStatement s(*db_,
+                    ("SELECT (SELECT COUNT(*) FROM attachments), (SELECT COUNT(*) FROM stagings), "
+                     "(SELECT COUNT(*) FROM publications), " +
+                     unsettled)
+                        .c_str());
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
-  if (s.Step() != SQLITE_ROW) return SqliteError(db_, "count records");
+  if (s.Step() != SQLITE_ROW) return db_->Error("count records");
   return RecordCounts{s.Int(0), s.Int(1), s.Int(2), s.Int(3)};
 }
 

@@ -27,9 +27,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sqlite_database.h"
 #include "common/status.h"
 
-struct sqlite3;
 
 namespace flexcsi {
 
@@ -156,14 +156,13 @@ class StateStore {
   static nlohmann::json ToJson(const PublicationRecord& r);
 
  private:
-  explicit StateStore(sqlite3* db) : db_(db) {}
-  Status Migrate();
+  explicit StateStore(std::unique_ptr<SqliteDatabase> db) : db_(std::move(db)) {}
   // Sets synchronous=FULL for intent writes, NORMAL otherwise (see the comment at the top).
   // REQUIRES: mu_ held.
   void SetDurability(Phase phase_written);
 
   std::mutex mu_;
-  sqlite3* db_;  // owned; REQUIRES: mu_ held for every use
+  std::unique_ptr<SqliteDatabase> db_;  // REQUIRES: mu_ held for every use
 };
 
 const char* PhaseName(Phase phase);  // "in-progress", "done", "removing"

@@ -1,60 +1,35 @@
 #include "controller/intent_journal.h"
 
-#include <memory>
-#include <mutex>
-
 #include <sqlite3.h>
+
+#include <utility>
 
 namespace flexcsi::controller {
 namespace {
 
-Status SqlError(sqlite3* db, const std::string& what) {
-  return Internal("intent journal: " + what + ": " + sqlite3_errmsg(db));
-}
+constexpr const char* kSchemaV1 =
+    "CREATE TABLE IF NOT EXISTS intents ("
+    " volume_name TEXT PRIMARY KEY, claim_namespace TEXT NOT NULL, claim_name TEXT NOT NULL,"
+    " claim_uid TEXT NOT NULL, flex_driver TEXT NOT NULL, request BLOB NOT NULL,"
+    " volume_id TEXT NOT NULL DEFAULT '')";
 
 }  // namespace
 
 StatusOr<std::unique_ptr<IntentJournal>> IntentJournal::Open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Status s = Unavailable("intent journal: cannot open " + path + ": " +
-                           (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return s;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<IntentJournal> journal(new IntentJournal(db));
-  // synchronous=FULL: the row must be on disk before CreateVolume is sent.
-  FLEXCSI_RETURN_IF_ERROR(journal->Exec("PRAGMA journal_mode=WAL", {}));
-  FLEXCSI_RETURN_IF_ERROR(journal->Exec("PRAGMA synchronous=FULL", {}));
-  FLEXCSI_RETURN_IF_ERROR(journal->Exec(
-      "CREATE TABLE IF NOT EXISTS intents ("
-      " volume_name TEXT PRIMARY KEY, claim_namespace TEXT NOT NULL, claim_name TEXT NOT NULL,"
-      " claim_uid TEXT NOT NULL, flex_driver TEXT NOT NULL, request BLOB NOT NULL,"
-      " volume_id TEXT NOT NULL DEFAULT '')",
-      {}));
-  return journal;
+  // synchronous=FULL (SqliteDatabase's default): the row is on disk before CreateVolume is sent.
+  auto db = SqliteDatabase::Open(path, "intent journal", {kSchemaV1});
+  if (!db.ok()) return Status(Code::kUnavailable, db.status().message());
+  return std::unique_ptr<IntentJournal>(new IntentJournal(std::move(*db)));
 }
 
-IntentJournal::~IntentJournal() { sqlite3_close(db_); }
+IntentJournal::~IntentJournal() = default;
 
 Status IntentJournal::Exec(const std::string& sql, const std::vector<std::string>& args) {
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    return SqlError(db_, "prepare");
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    sqlite3_bind_blob(stmt, static_cast<int>(i + 1), args[i].data(),
-                      static_cast<int>(args[i].size()), SQLITE_TRANSIENT);
-  }
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-  }
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) return SqlError(db_, "step");
-  return Status::Ok();
+  SqliteStatement statement(*db_, sql);
+  // Every value is bound as bytes (the request is a serialized protobuf), so that a lookup
+  // compares like with like.
+  for (const std::string& arg : args) statement.BindBlob(arg);
+  return statement.Run("step");
 }
 
 Status IntentJournal::Begin(const Intent& i) {
@@ -74,24 +49,17 @@ Status IntentJournal::Finish(const std::string& volume_name) {
 }
 
 StatusOr<std::vector<Intent>> IntentJournal::List() {
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_,
-                         "SELECT volume_name, claim_namespace, claim_name, claim_uid, flex_driver,"
-                         " request, volume_id FROM intents ORDER BY volume_name",
-                         -1, &stmt, nullptr) != SQLITE_OK) {
-    return SqlError(db_, "prepare");
-  }
+  SqliteStatement s(*db_,
+                    "SELECT volume_name, claim_namespace, claim_name, claim_uid, flex_driver,"
+                    " request, volume_id FROM intents ORDER BY volume_name");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
   std::vector<Intent> out;
-  auto col = [&](int i) {
-    const void* p = sqlite3_column_blob(stmt, i);
-    return std::string(static_cast<const char*>(p ? p : ""), sqlite3_column_bytes(stmt, i));
-  };
   int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    out.push_back(Intent{col(0), col(1), col(2), col(3), col(4), col(5), col(6)});
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    out.push_back(
+        Intent{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6)});
   }
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) return SqlError(db_, "step");
+  if (rc != SQLITE_DONE) return db_->Error("step");
   return out;
 }
 

@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/sqlite_database.h"
 #include "common/status.h"
-
-struct sqlite3;
 
 namespace flexcsi::controller {
 
@@ -42,9 +41,9 @@ class IntentJournal {
   StatusOr<std::optional<Intent>> Find(const std::string& volume_name);
 
  private:
-  explicit IntentJournal(sqlite3* db) : db_(db) {}
+  explicit IntentJournal(std::unique_ptr<SqliteDatabase> db) : db_(std::move(db)) {}
   Status Exec(const std::string& sql, const std::vector<std::string>& args);
-  sqlite3* db_;
+  std::unique_ptr<SqliteDatabase> db_;
 };
 
 }  // namespace flexcsi::controller

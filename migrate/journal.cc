@@ -17,8 +17,6 @@
 namespace flexcsi::migrate {
 namespace {
 
-constexpr int kSchemaVersion = 1;
-
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE IF NOT EXISTS migrations(
   pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
@@ -37,48 +35,6 @@ constexpr const char* kColumns =
     "original_reclaim_policy, release_uid, new_pv_uid, workloads, workloads_recorded, "
     "last_error, updated_at";
 
-Status SqliteError(sqlite3* db, const std::string& what) {
-  return Internal("migration journal: " + what + ": " + sqlite3_errmsg(db));
-}
-
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  Status prepared() const {
-    return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "prepare");
-  }
-  Statement& Bind(const std::string& v) {
-    sqlite3_bind_text(stmt_, ++index_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& Bind(int64_t v) {
-    sqlite3_bind_int64(stmt_, ++index_, v);
-    return *this;
-  }
-  int Step() { return sqlite3_step(stmt_); }
-  Status Run(const std::string& what) {
-    FLEXCSI_RETURN_IF_ERROR(prepared());
-    return Step() == SQLITE_DONE ? Status::Ok() : SqliteError(db_, what);
-  }
-  std::string Text(int col) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-  int index_ = 0;
-};
-
 RecordState StateFromName(const std::string& s) {
   if (s == "moved") return RecordState::kMoved;
   if (s == "rolled-back") return RecordState::kRolledBack;
@@ -92,7 +48,7 @@ StatusOr<nlohmann::json> ParseStored(const std::string& text, const std::string&
   return j;
 }
 
-StatusOr<MigrationRecord> ReadRow(const Statement& s) {
+StatusOr<MigrationRecord> ReadRow(const SqliteStatement& s) {
   MigrationRecord r;
   r.pv_name = s.Text(0);
   r.direction = s.Text(1);
@@ -179,11 +135,11 @@ std::string DefaultJournalDir() {
          "/.local/state/flexcsi/migrate";
 }
 
-MigrationJournal::MigrationJournal(std::string dir, sqlite3* db, int lock_fd)
-    : dir_(std::move(dir)), db_(db), lock_fd_(lock_fd) {}
+MigrationJournal::MigrationJournal(std::string dir, std::unique_ptr<SqliteDatabase> db, int lock_fd)
+    : dir_(std::move(dir)), db_(std::move(db)), lock_fd_(lock_fd) {}
 
 MigrationJournal::~MigrationJournal() {
-  sqlite3_close(db_);
+  db_.reset();
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
@@ -219,54 +175,13 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenForReading(
 
 StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const std::string& dir,
                                                                            int lock_fd) {
-  const std::string path = dir + "/journal.db";
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
+  // The journal holds cluster objects: 0600, like its directory.
+  auto db = SqliteDatabase::Open(dir + "/journal.db", "migration journal", {kSchemaV1}, 0600);
+  if (!db.ok()) {
     if (lock_fd >= 0) ::close(lock_fd);
-    return Internal("cannot open migration journal " + path + ": " + message);
+    return db.status();
   }
-  ::chmod(path.c_str(), 0600);
-  sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<MigrationJournal> journal(new MigrationJournal(dir, db, lock_fd));
-  FLEXCSI_RETURN_IF_ERROR(journal->Migrate().WithContext("migration journal " + path));
-  return journal;
-}
-
-Status MigrationJournal::Migrate() {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto exec = [&](const char* sql) -> Status {
-    char* error = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
-    Status s = Internal(error ? error : "unknown sqlite error");
-    sqlite3_free(error);
-    return s;
-  };
-  // WAL lets `status` read while a run writes; FULL makes every commit survive a power cut,
-  // which is what "journaled before it is taken" needs.
-  FLEXCSI_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
-  Statement version(db_, "PRAGMA user_version");
-  FLEXCSI_RETURN_IF_ERROR(version.prepared());
-  if (version.Step() != SQLITE_ROW) return SqliteError(db_, "read schema version");
-  const int64_t current = version.Int(0);
-  if (current > kSchemaVersion) {
-    return FailedPrecondition("schema version " + std::to_string(current) +
-                              " was written by a newer flexcsi (this one knows version " +
-                              std::to_string(kSchemaVersion) + ")");
-  }
-  if (current == kSchemaVersion) return Status::Ok();
-  FLEXCSI_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-  Status s = exec(kSchemaV1);
-  if (s.ok()) s = exec("PRAGMA user_version = 1");
-  if (!s.ok()) {
-    exec("ROLLBACK");
-    return s;
-  }
-  return exec("COMMIT");
+  return std::unique_ptr<MigrationJournal>(new MigrationJournal(dir, std::move(*db), lock_fd));
 }
 
 Status MigrationJournal::Put(const MigrationRecord& r) {
@@ -274,42 +189,30 @@ Status MigrationJournal::Put(const MigrationRecord& r) {
   nlohmann::json workloads = nlohmann::json::array();
   for (const auto& w : r.workloads) workloads.push_back(ToJson(w));
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return SqliteError(db_, "begin");
-  }
-  Statement put(db_, std::string("INSERT OR REPLACE INTO migrations(") + kColumns +
-                         ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  put.Bind(r.pv_name).Bind(r.direction).Bind(r.step).Bind(std::string(RecordStateName(r.state)));
-  put.Bind(r.original_pv.dump()).Bind(r.original_pvc.dump()).Bind(r.target_pv.dump());
-  put.Bind(r.original_reclaim_policy).Bind(r.release_uid).Bind(r.new_pv_uid);
-  put.Bind(workloads.dump()).Bind(int64_t{r.workloads_recorded ? 1 : 0}).Bind(r.last_error);
-  put.Bind(now);
-  Status s = put.Run("write record for " + r.pv_name);
-  if (s.ok()) {
-    Statement hist(db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
+  // The record and its history line land together or not at all.
+  return db_->InTransaction([&]() -> Status {
+    SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO migrations(") + kColumns +
+                                  ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    put.Bind(r.pv_name).Bind(r.direction).Bind(r.step).Bind(std::string(RecordStateName(r.state)));
+    put.Bind(r.original_pv.dump()).Bind(r.original_pvc.dump()).Bind(r.target_pv.dump());
+    put.Bind(r.original_reclaim_policy).Bind(r.release_uid).Bind(r.new_pv_uid);
+    put.Bind(workloads.dump()).Bind(int64_t{r.workloads_recorded ? 1 : 0}).Bind(r.last_error);
+    put.Bind(now);
+    FLEXCSI_RETURN_IF_ERROR(put.Run("write record for " + r.pv_name));
+    SqliteStatement hist(*db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
     hist.Bind(r.pv_name).Bind(r.direction).Bind(r.step).Bind(now);
-    s = hist.Run("write history for " + r.pv_name);
-  }
-  if (!s.ok()) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return s;
-  }
-  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    Status e = SqliteError(db_, "commit");
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return e;
-  }
-  return Status::Ok();
+    return hist.Run("write history for " + r.pv_name);
+  });
 }
 
 StatusOr<std::optional<MigrationRecord>> MigrationJournal::Get(const std::string& pv_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, std::string("SELECT ") + kColumns + " FROM migrations WHERE pv_name=?");
+  SqliteStatement s(*db_, std::string("SELECT ") + kColumns + " FROM migrations WHERE pv_name=?");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   s.Bind(pv_name);
   const int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<MigrationRecord>();
-  if (rc != SQLITE_ROW) return SqliteError(db_, "read record for " + pv_name);
+  if (rc != SQLITE_ROW) return db_->Error("read record for " + pv_name);
   auto r = ReadRow(s);
   if (!r.ok()) return r.status();
   return std::optional<MigrationRecord>(std::move(*r));
@@ -317,7 +220,7 @@ StatusOr<std::optional<MigrationRecord>> MigrationJournal::Get(const std::string
 
 StatusOr<std::vector<MigrationRecord>> MigrationJournal::List() {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, std::string("SELECT ") + kColumns + " FROM migrations ORDER BY pv_name");
+  SqliteStatement s(*db_, std::string("SELECT ") + kColumns + " FROM migrations ORDER BY pv_name");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   std::vector<MigrationRecord> out;
   int rc;
@@ -326,20 +229,20 @@ StatusOr<std::vector<MigrationRecord>> MigrationJournal::List() {
     if (!r.ok()) return r.status();
     out.push_back(std::move(*r));
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list records");
+  if (rc != SQLITE_DONE) return db_->Error("list records");
   return out;
 }
 
 StatusOr<std::vector<MigrationJournal::HistoryEntry>> MigrationJournal::History(
     const std::string& pv_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT direction, step, at FROM history WHERE pv_name=? ORDER BY id");
+  SqliteStatement s(*db_, "SELECT direction, step, at FROM history WHERE pv_name=? ORDER BY id");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   s.Bind(pv_name);
   std::vector<HistoryEntry> out;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Text(0), s.Text(1), s.Int(2)});
-  if (rc != SQLITE_DONE) return SqliteError(db_, "read history");
+  if (rc != SQLITE_DONE) return db_->Error("read history");
   return out;
 }
 

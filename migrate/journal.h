@@ -23,9 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sqlite_database.h"
 #include "common/status.h"
 
-struct sqlite3;
 
 namespace flexcsi::migrate {
 
@@ -94,13 +94,12 @@ class MigrationJournal {
   const std::string& dir() const { return dir_; }
 
  private:
-  MigrationJournal(std::string dir, sqlite3* db, int lock_fd);
+  MigrationJournal(std::string dir, std::unique_ptr<SqliteDatabase> db, int lock_fd);
   static StatusOr<std::unique_ptr<MigrationJournal>> OpenDatabase(const std::string& dir,
                                                                   int lock_fd);
-  Status Migrate();
 
   std::string dir_;
-  sqlite3* db_;
+  std::unique_ptr<SqliteDatabase> db_;
   int lock_fd_;
   std::mutex mu_;
 };

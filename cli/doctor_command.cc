@@ -17,7 +17,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/install_driver_command.h"
-#include "cli/text_table.h"
+#include "common/text_table.h"
 #include "common/bridge_client.h"
 #include "common/command_runner.h"
 

@@ -9,7 +9,7 @@
 #include "bridge/csi_client.h"
 #include "bridge/volume_mapping.h"
 #include "cli/cli_parse.h"
-#include "cli/text_table.h"
+#include "common/text_table.h"
 #include "common/yaml_json.h"
 
 namespace flexcsi {

@@ -9,7 +9,7 @@
 
 #include "bridge/bridge_config.h"
 #include "cli/cli_parse.h"
-#include "cli/text_table.h"
+#include "common/text_table.h"
 #include "common/bridge_client.h"
 
 namespace flexcsi {

@@ -4,6 +4,8 @@
 #include <ctime>
 #include <map>
 
+#include "common/text_table.h"
+
 namespace flexcsi::migrate {
 
 using nlohmann::json;
@@ -30,25 +32,9 @@ std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 void PrintTable(const std::vector<std::string>& header,
                 const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
-  std::vector<size_t> widths(header.size(), 0);
-  auto measure = [&](const std::vector<std::string>& row) {
-    if (row.size() > widths.size()) widths.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  };
-  measure(header);
-  for (const auto& r : rows) measure(r);
-  auto print = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (size_t i = 0; i < widths.size(); ++i) {
-      const std::string cell = i < row.size() ? row[i] : "";
-      line += cell;
-      if (i + 1 < widths.size()) line += std::string(widths[i] - cell.size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  };
-  print(header);
-  for (const auto& r : rows) print(r);
+  TextTable table(header);
+  for (const auto& row : rows) table.AddRow(row);
+  table.Print(out);
 }
 
 json PlanToJson(const Plan& plan) {

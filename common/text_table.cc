@@ -1,4 +1,4 @@
-#include "cli/text_table.h"
+#include "common/text_table.h"
 
 #include <algorithm>
 

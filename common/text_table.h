@@ -1,5 +1,5 @@
 // A plain-text table for terminal output: columns padded to their widest cell, two spaces
-// between columns, no trailing spaces. Used by `flexcsi doctor` and `flexcsi state`.
+// between columns, no trailing spaces. Used by `flexcsi doctor`, `state`, `snapshot` and `migrate`.
 #pragma once
 
 #include <ostream>

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bridge/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi {
 namespace {

@@ -1,6 +1,6 @@
 #include "controller/controller_context.h"
 
-#include "bridge/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi::controller {
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "kube/backoff.h"
-#include "kube/base64.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi::kube {
@@ -73,16 +72,6 @@ TEST(ApiStatus, ResourcePathsAndEscaping) {
             "/apis/apps/v1/namespaces/ns/deployments/d/scale");
   EXPECT_EQ(ResourcePath::Core("pods").Named("a/b").UrlPath(), "/api/v1/pods/a%2Fb");
   EXPECT_EQ(ResourcePath::Core("pods").Named("..").UrlPath(), "/api/v1/pods/%2E%2E");
-}
-
-TEST(ApiStatus, Base64RoundTripAndStrictness) {
-  for (const std::string& s :
-       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
-    EXPECT_EQ(Base64Decode(Base64Encode(s)), s);
-  }
-  EXPECT_EQ(Base64Decode("YWJj\nZA==\n"), "abcd");
-  EXPECT_FALSE(Base64Decode("YWJjZA").has_value());
-  EXPECT_FALSE(Base64Decode("YW*jZA==").has_value());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/command_runner.h"
-#include "kube/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi::kube {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kube/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi::kube {
 namespace {

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/yaml_json.h"
-#include "kube/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi::kube {
 namespace {
@@ -106,8 +106,8 @@ StatusOr<bool> BoolField(const Json& object, const char* key, const std::string&
 StatusOr<std::string> DataField(const Json& object, const char* key, const std::string& where) {
   StatusOr<std::string> text = StringField(object, key, where);
   if (!text.ok() || text->empty()) return text;
-  std::optional<std::string> decoded = Base64Decode(*text);
-  if (!decoded) return InvalidArgument(where + "." + key + ": not valid base64");
+  StatusOr<std::string> decoded = Base64DecodeStandard(*text);
+  if (!decoded.ok()) return InvalidArgument(where + "." + key + ": not valid base64");
   return *decoded;
 }
 

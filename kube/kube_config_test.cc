@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kube/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi::kube {
 namespace {

@@ -1,4 +1,4 @@
-#include "bridge/base64.h"
+#include "common/base64.h"
 
 namespace flexcsi {
 namespace {
@@ -63,6 +63,18 @@ StatusOr<std::string> Base64Decode(const std::string& text) {
     }
   }
   return out;
+}
+
+StatusOr<std::string> Base64DecodeStandard(const std::string& text) {
+  std::string clean;
+  clean.reserve(text.size());
+  for (char c : text) {
+    if (c == '\r' || c == '\n') continue;
+    if (c == '-' || c == '_') return InvalidArgument("invalid base64 character");
+    clean += c;
+  }
+  if (clean.size() % 4 != 0) return InvalidArgument("invalid base64 length (padding required)");
+  return Base64Decode(clean);
 }
 
 }  // namespace flexcsi

@@ -1,4 +1,4 @@
-#include "bridge/base64.h"
+#include "common/base64.h"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +26,14 @@ TEST(Base64Test, RejectsBadCharactersAndLengths) {
   EXPECT_EQ(Base64Decode("YW*h").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Base64Decode("Y").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Base64Decode("YW===").status().code(), Code::kInvalidArgument);
+}
+
+TEST(Base64Test, StandardDecodingIsGosForByteFields) {
+  EXPECT_EQ(*Base64DecodeStandard("YWJj\nZA==\r\n"), "abcd");
+  EXPECT_FALSE(Base64DecodeStandard("YWJjZA").ok());    // padding required
+  EXPECT_FALSE(Base64DecodeStandard("YW*jZA==").ok());  // not base64
+  EXPECT_FALSE(Base64DecodeStandard("-_-_").ok());      // URL alphabet
+  EXPECT_TRUE(Base64Decode("-_-_").ok());               // the lenient reader takes it
 }
 
 }  // namespace

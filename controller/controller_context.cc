@@ -4,19 +4,6 @@
 
 namespace flexcsi::controller {
 
-std::string JStr(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const nlohmann::json& JField(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
 std::string Annotation(const nlohmann::json& object, const std::string& key) {
   return JStr(JField(JField(object, "metadata"), "annotations"), key.c_str());
 }

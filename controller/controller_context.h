@@ -18,6 +18,7 @@
 #include "bridge/metrics.h"
 #include "controller/event_recorder.h"
 #include "controller/intent_journal.h"
+#include "controller/json_access.h"
 #include "controller/secret_params.h"
 #include "kube/kube_client.h"
 
@@ -50,9 +51,7 @@ struct ControllerContext {
   std::map<std::string, std::vector<std::string>> node_info_keys_;  // guarded by mu_
 };
 
-// Small JSON accessors for API objects.
-std::string JStr(const nlohmann::json& j, const char* key);
-const nlohmann::json& JField(const nlohmann::json& j, const char* key);
+// Small accessors for API objects (JStr and JField are in json_access.h).
 std::string Annotation(const nlohmann::json& object, const std::string& key);
 bool HasFinalizer(const nlohmann::json& object, const std::string& finalizer);
 bool BeingDeleted(const nlohmann::json& object);

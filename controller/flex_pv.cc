@@ -1,22 +1,11 @@
 #include "controller/flex_pv.h"
 
 #include "bridge/volume_mapping.h"
+#include "controller/json_access.h"
 #include "controller/quantity.h"
 
 namespace flexcsi::controller {
 namespace {
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const nlohmann::json& Field(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
 
 // PV nodeAffinity: one required term per accessible topology segment (ORed), each segment's
 // keys ANDed, as external-provisioner's GenerateVolumeNodeAffinity does.
@@ -38,14 +27,14 @@ nlohmann::json NodeAffinity(const csi::v1::Volume& volume) {
 }  // namespace
 
 std::string KubeletOptionsJson(const nlohmann::json& pv) {
-  const auto& flex = Field(Field(pv, "spec"), "flexVolume");
+  const auto& flex = JField(JField(pv, "spec"), "flexVolume");
   nlohmann::json options = nlohmann::json::object();
-  const auto& user = Field(flex, "options");
+  const auto& user = JField(flex, "options");
   if (user.is_object()) options = user;
   // What kubelet's flexvolume plugin adds to every call (pkg/volume/flexvolume/util.go).
-  options["kubernetes.io/fsType"] = Str(flex, "fsType");
+  options["kubernetes.io/fsType"] = JStr(flex, "fsType");
   options["kubernetes.io/readwrite"] = flex.value("readOnly", false) ? "ro" : "rw";
-  options["kubernetes.io/pvOrVolumeName"] = Str(Field(pv, "metadata"), "name");
+  options["kubernetes.io/pvOrVolumeName"] = JStr(JField(pv, "metadata"), "name");
   return options.dump();
 }
 
@@ -57,7 +46,7 @@ StatusOr<translator::CsiVolume> CsiVolumeOfPV(const DriverConfig& driver,
 }
 
 const DriverConfig* DriverOfPV(const BridgeConfig& config, const nlohmann::json& pv) {
-  const std::string driver = Str(Field(Field(pv, "spec"), "flexVolume"), "driver");
+  const std::string driver = JStr(JField(JField(pv, "spec"), "flexVolume"), "driver");
   return driver.empty() ? nullptr : config.FindDriver(driver);
 }
 
@@ -80,7 +69,7 @@ StatusOr<nlohmann::json> BuildFlexVolumePV(const DriverConfig& driver, const Pro
     }
   }
 
-  const auto& claim_meta = Field(claim, "metadata");
+  const auto& claim_meta = JField(claim, "metadata");
   const int64_t capacity =
       volume.capacity_bytes() > 0 ? volume.capacity_bytes() : plan.requested_bytes;
   nlohmann::json flex = {{"driver", driver.flex_driver}, {"options", source->options}};
@@ -110,10 +99,10 @@ StatusOr<nlohmann::json> BuildFlexVolumePV(const DriverConfig& driver, const Pro
         {"claimRef",
          {{"kind", "PersistentVolumeClaim"},
           {"apiVersion", "v1"},
-          {"namespace", Str(claim_meta, "namespace")},
-          {"name", Str(claim_meta, "name")},
-          {"uid", Str(claim_meta, "uid")},
-          {"resourceVersion", Str(claim_meta, "resourceVersion")}}},
+          {"namespace", JStr(claim_meta, "namespace")},
+          {"name", JStr(claim_meta, "name")},
+          {"uid", JStr(claim_meta, "uid")},
+          {"resourceVersion", JStr(claim_meta, "resourceVersion")}}},
         {"flexVolume", flex}}}};
   nlohmann::json affinity = NodeAffinity(volume);
   if (!affinity.is_null()) pv["spec"]["nodeAffinity"] = affinity;

@@ -3,25 +3,15 @@
 #include <set>
 
 #include "bridge/csi_requests.h"
+#include "controller/json_access.h"
 #include "controller/quantity.h"
 
 namespace flexcsi::controller {
 namespace {
 
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const nlohmann::json& Field(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
 std::string Annotation(const nlohmann::json& object, const std::string& key) {
-  const auto& ann = Field(Field(object, "metadata"), "annotations");
-  return ann.is_object() ? Str(ann, key.c_str()) : std::string();
+  const auto& ann = JField(JField(object, "metadata"), "annotations");
+  return ann.is_object() ? JStr(ann, key.c_str()) : std::string();
 }
 
 // allowedTopologies -> the list of topology segments it permits (cartesian product of each
@@ -29,15 +19,15 @@ std::string Annotation(const nlohmann::json& object, const std::string& key) {
 StatusOr<std::vector<std::map<std::string, std::string>>> AllowedSegments(
     const nlohmann::json& storage_class) {
   std::vector<std::map<std::string, std::string>> out;
-  const auto& terms = Field(storage_class, "allowedTopologies");
+  const auto& terms = JField(storage_class, "allowedTopologies");
   if (!terms.is_array()) return out;
   for (const auto& term : terms) {
     std::vector<std::map<std::string, std::string>> combos = {{}};
-    const auto& exprs = Field(term, "matchLabelExpressions");
+    const auto& exprs = JField(term, "matchLabelExpressions");
     if (!exprs.is_array()) continue;
     for (const auto& expr : exprs) {
-      const std::string key = Str(expr, "key");
-      const auto& values = Field(expr, "values");
+      const std::string key = JStr(expr, "key");
+      const auto& values = JField(expr, "values");
       if (key.empty() || !values.is_array() || values.empty()) {
         return InvalidArgument("allowedTopologies: every matchLabelExpressions entry needs a key "
                                "and values");
@@ -79,12 +69,12 @@ std::string RequestedProvisioner(const nlohmann::json& claim) {
 bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
                             const std::string& provisioner) {
   if (RequestedProvisioner(claim) != provisioner) return false;
-  const auto& meta = Field(claim, "metadata");
+  const auto& meta = JField(claim, "metadata");
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return false;
-  if (!Str(Field(claim, "spec"), "volumeName").empty()) return false;
-  const std::string phase = Str(Field(claim, "status"), "phase");
+  if (!JStr(JField(claim, "spec"), "volumeName").empty()) return false;
+  const std::string phase = JStr(JField(claim, "status"), "phase");
   if (!phase.empty() && phase != "Pending") return false;
-  if (Str(storage_class, "volumeBindingMode") == "WaitForFirstConsumer" &&
+  if (JStr(storage_class, "volumeBindingMode") == "WaitForFirstConsumer" &&
       Annotation(claim, kAnnSelectedNode).empty()) {
     return false;
   }
@@ -92,15 +82,15 @@ bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& s
 }
 
 Status CapacityRangeFromClaim(const nlohmann::json& claim, csi::v1::CapacityRange* range) {
-  const auto& resources = Field(Field(claim, "spec"), "resources");
-  const std::string request = Str(Field(resources, "requests"), "storage");
+  const auto& resources = JField(JField(claim, "spec"), "resources");
+  const std::string request = JStr(JField(resources, "requests"), "storage");
   if (request.empty()) {
     return InvalidArgument("the claim has no spec.resources.requests.storage");
   }
   auto required = ParseStorageQuantity(request);
   if (!required.ok()) return required.status().WithContext("requests.storage");
   range->set_required_bytes(*required);
-  const std::string limit = Str(Field(resources, "limits"), "storage");
+  const std::string limit = JStr(JField(resources, "limits"), "storage");
   if (!limit.empty()) {
     auto limit_bytes = ParseStorageQuantity(limit);
     if (!limit_bytes.ok()) return limit_bytes.status().WithContext("limits.storage");
@@ -133,25 +123,25 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
                                       const std::vector<std::string>& topology_keys,
                                       const ContentSource& source) {
   ProvisionPlan plan;
-  const auto& meta = Field(claim, "metadata");
-  const std::string uid = Str(meta, "uid");
+  const auto& meta = JField(claim, "metadata");
+  const std::string uid = JStr(meta, "uid");
   if (uid.empty()) return InvalidArgument("the claim has no metadata.uid");
   plan.pv_name = "pvc-" + uid;
-  plan.storage_class = Str(Field(storage_class, "metadata"), "name");
+  plan.storage_class = JStr(JField(storage_class, "metadata"), "name");
   plan.request.set_name(plan.pv_name);
-  const auto& spec = Field(claim, "spec");
+  const auto& spec = JField(claim, "spec");
 
-  if (Str(spec, "volumeMode") == "Block") {
+  if (JStr(spec, "volumeMode") == "Block") {
     return InvalidArgument("volumeMode Block is not possible: FlexVolume PVs are filesystem "
                            "volumes only");
   }
-  const auto& mount_options = Field(storage_class, "mountOptions");
+  const auto& mount_options = JField(storage_class, "mountOptions");
   if (mount_options.is_array() && !mount_options.empty()) {
     return InvalidArgument("StorageClass " + plan.storage_class +
                            " has mountOptions, which Kubernetes rejects on FlexVolume PVs; put "
                            "the flags into the driver's mountFlags in the bridge configuration");
   }
-  const std::string reclaim = Str(storage_class, "reclaimPolicy");
+  const std::string reclaim = JStr(storage_class, "reclaimPolicy");
   if (!reclaim.empty()) plan.reclaim_policy = reclaim;
   if (plan.reclaim_policy != "Delete" && plan.reclaim_policy != "Retain") {
     return InvalidArgument("reclaimPolicy " + plan.reclaim_policy +
@@ -159,7 +149,7 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
   }
 
   std::map<std::string, std::string> params;
-  const auto& class_params = Field(storage_class, "parameters");
+  const auto& class_params = JField(storage_class, "parameters");
   if (class_params.is_object()) {
     for (auto it = class_params.begin(); it != class_params.end(); ++it) {
       if (!it.value().is_string()) {
@@ -226,7 +216,7 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
 
   FLEXCSI_RETURN_IF_ERROR(CapacityRangeFromClaim(claim, plan.request.mutable_capacity_range()));
   plan.requested_bytes = plan.request.capacity_range().required_bytes();
-  const auto& modes = Field(spec, "accessModes");
+  const auto& modes = JField(spec, "accessModes");
   if (modes.is_array()) {
     for (const auto& m : modes) {
       if (m.is_string()) plan.access_modes.push_back(m.get<std::string>());
@@ -239,8 +229,8 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
   if (!allowed.ok()) return allowed.status();
   std::vector<std::map<std::string, std::string>> requisite;
   if (node != nullptr && !topology_keys.empty()) {
-    const std::string node_name = Str(Field(*node, "metadata"), "name");
-    const auto& labels = Field(Field(*node, "metadata"), "labels");
+    const std::string node_name = JStr(JField(*node, "metadata"), "name");
+    const auto& labels = JField(JField(*node, "metadata"), "labels");
     std::map<std::string, std::string> segment;
     for (const auto& key : topology_keys) {
       if (!labels.is_object() || !labels.contains(key) || !labels[key].is_string()) {

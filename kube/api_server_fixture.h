@@ -22,19 +22,6 @@
 
 namespace flexcsi::kube {
 
-// A port nobody listens on right now, so a restarted server can come back on the same one.
-inline int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // One running fake API server in a temp dir, removed with it.
 class TestApiServer {
  public:
@@ -46,7 +33,7 @@ class TestApiServer {
     dir_ = tmpl;
     flexcsi::testing::FakeApiServerOptions options;
     options.controllers = false;
-    options.extra_args = {"--port", std::to_string(FreeLoopbackPort())};
+    options.extra_args = {"--port", std::to_string(flexcsi::testing::FreeLoopbackPort())};
     return process_.Start(dir_, options);
   }
   ~TestApiServer() {

@@ -1,6 +1,9 @@
 #include "tests/apiserver/fake_apiserver_process.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,7 +54,7 @@ Status FakeApiServerProcess::Launch(int port) {
   unlink((dir_ + "/port").c_str());
 
   std::vector<std::string> args = {"python3", FLEXCSI_FAKE_APISERVER, "--dir", dir_,
-                                   "--port", std::to_string(port)};
+                                   "--port",  std::to_string(port)};
   for (const std::string& token : options_.tokens) {
     args.push_back("--token");
     args.push_back(token);
@@ -151,6 +154,18 @@ Status FakeApiServerProcess::Restart() {
   const int port = port_;
   if (Status s = Stop(); !s.ok()) return s;
   return Launch(port);
+}
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace flexcsi::testing

@@ -70,4 +70,8 @@ class FakeApiServerProcess {
   int port_ = 0;
 };
 
+// A loopback port nobody listens on right now, for --port, so that a restarted server comes back
+// on the same port and kubeconfigs written earlier stay valid.
+int FreeLoopbackPort();
+
 }  // namespace flexcsi::testing

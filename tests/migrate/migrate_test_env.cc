@@ -27,18 +27,6 @@ using kube::ResourcePath;
 
 namespace {
 
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -56,7 +44,8 @@ Status WaitFor(const std::function<StatusOr<bool>()>& done, const std::string& w
     if (!d.ok()) last = d.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return DeadlineExceeded("timed out waiting for " + what + (last.ok() ? "" : ": " + last.message()));
+  return DeadlineExceeded("timed out waiting for " + what +
+                          (last.ok() ? "" : ": " + last.message()));
 }
 
 }  // namespace
@@ -74,7 +63,8 @@ std::vector<std::pair<std::string, json>> AllSources() {
         {"cachingMode", "ReadOnly"},
         {"fsType", "ext4"},
         {"readOnly", false}}},
-      {"azureFile", {{"secretName", "azure-secret"}, {"shareName", "share-1"}, {"readOnly", false}}},
+      {"azureFile",
+       {{"secretName", "azure-secret"}, {"shareName", "share-1"}, {"readOnly", false}}},
       {"cinder", {{"volumeID", "cinder-vol-1"}, {"fsType", "ext4"}}},
       {"vsphereVolume", {{"volumePath", "[datastore1] volumes/v1.vmdk"}, {"fsType", "ext4"}}},
       {"portworxVolume", {{"volumeID", "px-vol-1"}, {"fsType", "ext4"}}},
@@ -91,8 +81,8 @@ std::vector<std::pair<std::string, json>> AllSources() {
 
 json DistinctSource(json source, int n) {
   const std::string suffix = "-" + std::to_string(n);
-  for (const char* f : {"volumeID", "pdName", "diskName", "diskURI", "shareName", "volumePath",
-                        "image"}) {
+  for (const char* f :
+       {"volumeID", "pdName", "diskName", "diskURI", "shareName", "volumePath", "image"}) {
     if (source.contains(f) && source[f].is_string()) {
       source[f] = source[f].get<std::string>() + suffix;
     }
@@ -111,16 +101,17 @@ Status MigrateEnv::Start() {
   flexcsi::testing::FakeApiServerOptions options;
   options.pod_termination_ms = 50;
   options.detach_ms = 100;
-  options.extra_args = {"--port", std::to_string(FreeLoopbackPort())};
+  options.extra_args = {"--port", std::to_string(flexcsi::testing::FreeLoopbackPort())};
   FLEXCSI_RETURN_IF_ERROR(server_.Start(dir_ + "/server", options));
   FLEXCSI_RETURN_IF_ERROR(Reconnect());
-  auto node = client_->Create(ResourcePath::Core("nodes"),
-                              {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}}}});
+  auto node =
+      client_->Create(ResourcePath::Core("nodes"),
+                      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}}}});
   if (!node.ok()) return node.status();
-  for (const char* driver : {"ebs.csi.aws.com", "pd.csi.storage.gke.io", "disk.csi.azure.com",
-                             "file.csi.azure.com", "cinder.csi.openstack.org",
-                             "csi.vsphere.vmware.com", "pxd.portworx.com", "rbd.csi.ceph.com",
-                             "lvm.csi.acme.io"}) {
+  for (const char* driver :
+       {"ebs.csi.aws.com", "pd.csi.storage.gke.io", "disk.csi.azure.com", "file.csi.azure.com",
+        "cinder.csi.openstack.org", "csi.vsphere.vmware.com", "pxd.portworx.com",
+        "rbd.csi.ceph.com", "lvm.csi.acme.io"}) {
     auto d = client_->Create(ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
                              {{"apiVersion", "storage.k8s.io/v1"},
                               {"kind", "CSIDriver"},
@@ -150,8 +141,9 @@ MigrateEnv::~MigrateEnv() {
 }
 
 Status MigrateEnv::CreateNamespace(const std::string& ns) {
-  auto created = client_->Create(ResourcePath::Core("namespaces"),
-                                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  auto created =
+      client_->Create(ResourcePath::Core("namespaces"),
+                      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   return created.status();
 }
 
@@ -212,18 +204,19 @@ StatusOr<json> MigrateEnv::WaitBound(const std::string& ns, const std::string& p
 
 Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& name,
                                     const std::string& claim, int replicas, bool wait) {
-  json dep = {{"apiVersion", "apps/v1"},
-              {"kind", "Deployment"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"replicas", replicas},
-                {"selector", {{"matchLabels", {{"app", name}}}}},
-                {"template",
-                 {{"metadata", {{"labels", {{"app", name}}}}},
-                  {"spec",
-                   {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
-                    {"volumes",
-                     {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}}}}}}}}}};
+  json dep = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"replicas", replicas},
+        {"selector", {{"matchLabels", {{"app", name}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", name}}}}},
+          {"spec",
+           {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
+            {"volumes",
+             {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}}}}}}}}}};
   auto created = client_->Create(ResourcePath::Group("apps/v1", "deployments", ns), dep);
   if (!created.ok()) return created.status();
   return wait ? WaitRunningPods(ns, claim, static_cast<size_t>(replicas)) : Status::Ok();
@@ -304,7 +297,8 @@ StatusOr<json> MigrateEnv::Control(const std::string& method, const std::string&
   flags.kubeconfig = server_.kubeconfig_path();
   auto c = kube::LoadClientConfig(flags);
   if (!c.ok()) return c.status();
-  kube::HttpTransport transport(kube::TransportSettings{c->server, "", "", false, c->ca_pem, "test"});
+  kube::HttpTransport transport(
+      kube::TransportSettings{c->server, "", "", false, c->ca_pem, "test"});
   kube::Credentials credentials;
   credentials.client_cert_pem = c->client_cert_pem;
   credentials.client_key_pem = c->client_key_pem;

@@ -135,12 +135,11 @@ class AwsEbsPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
     Json csi;
-    FLEXCSI_RETURN_IF_ERROR(
-        CsiFromSource(PVSource(pv, kField), "spec." + std::string(kField), &csi));
-    TranslateTopologyInTreeToCsi(pv, kTopologyKey);
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
+    FLEXCSI_RETURN_IF_ERROR(CsiFromSource(PVSource(pv, kField), "spec.awsElasticBlockStore", &csi));
+    TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
   }
 
@@ -200,7 +199,7 @@ class AwsEbsPlugin : public InTreePlugin {
   }
 
  private:
-  static Status CsiFromSource(const Json& src, const std::string& path, Json* csi) {
+  static Status CsiFromSource(JsonView src, const std::string& path, Json* csi) {
     StatusOr<std::string> handle = EbsHandle(StringField(src, "volumeID", path));
     if (!handle.ok()) return handle.status();
     // Unlike GCE PD, partition 0 is written as "0".

@@ -73,8 +73,8 @@ StatusOr<std::string> DiskNameFromURI(const std::string& uri) {
 }
 
 // Only managed disks can migrate; an unset kind means managed.
-Status CheckKind(const Json& src, const std::string& path) {
-  if (FindField(src, "kind") == nullptr) return Status::Ok();
+Status CheckKind(JsonView src, const std::string& path) {
+  if (!FindField(src, "kind")) return Status::Ok();
   std::string kind = StringField(src, "kind", path);
   if (AsciiLower(kind) != "managed") {
     return InvalidArgument("kind(" + kind + ") is not supported in csi migration");
@@ -84,15 +84,15 @@ Status CheckKind(const Json& src, const std::string& path) {
 
 // Builds spec.csi; pointer fields are tested for nil only, except that the inline translation
 // drops an empty cachingMode (§6.3).
-StatusOr<Json> CsiFromSource(const Json& src, const std::string& path, bool inline_volume) {
+StatusOr<Json> CsiFromSource(JsonView src, const std::string& path, bool inline_volume) {
   FLEXCSI_RETURN_IF_ERROR(CheckKind(src, path));
   std::map<std::string, std::string> attributes = {{"kind", kManaged}};
-  if (FindField(src, "cachingMode") != nullptr) {
+  if (FindField(src, "cachingMode")) {
     std::string mode = StringField(src, "cachingMode", path);
     if (!inline_volume || !mode.empty()) attributes["cachingmode"] = mode;
   }
   std::string fs_type;
-  if (FindField(src, "fsType") != nullptr) {
+  if (FindField(src, "fsType")) {
     fs_type = StringField(src, "fsType", path);
     attributes["fstype"] = fs_type;
   }
@@ -106,10 +106,10 @@ class AzureDiskPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
     StatusOr<Json> csi = CsiFromSource(PVSource(pv, kField), "spec.azureDisk", false);
     if (!csi.ok()) return csi.status();
-    SwapVolumeSource(pv, kField, "csi", std::move(*csi));
+    ReplaceSourceWithCsi(kField, std::move(*csi), changes);
     return Status::Ok();
   }
 

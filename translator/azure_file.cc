@@ -40,17 +40,17 @@ class AzureFilePlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
-    const Json& src = PVSource(pv, kField);
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
+    JsonView src = PVSource(pv, kField);
     const std::string path = "spec.azureFile";
     std::string secret_name = StringField(src, "secretName", path);
     std::string share = StringField(src, "shareName", path);
     // A present secretNamespace wins even when empty, and then fails below (upstream quirk).
     std::string ns;
-    if (FindField(src, "secretNamespace") != nullptr) {
+    if (FindField(src, "secretNamespace")) {
       ns = StringField(src, "secretNamespace", path);
-    } else if (const Json* claim = ObjectField(pv["spec"], "claimRef", "spec")) {
-      ns = StringField(*claim, "namespace", "spec.claimRef");
+    } else if (JsonView claim = ObjectField(pv.Find("spec"), "claimRef", "spec")) {
+      ns = StringField(claim, "namespace", "spec.claimRef");
     }
     if (ns.empty()) {
       return InvalidArgument(
@@ -62,7 +62,7 @@ class AzureFilePlugin : public InTreePlugin {
         kDriver, Handle(resource_group, AccountFromSecretName(secret_name), share, PVName(pv), ns),
         "", BoolField(src, "readOnly", path), {{"sharename", share}});
     csi["nodeStageSecretRef"] = NewSecretRef(secret_name, ns);
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
   }
 

@@ -13,7 +13,7 @@ const char kTopologyKey[] = "topology.cinder.csi.openstack.org/zone";
 const char kField[] = "cinder";
 
 // secretRef is dropped: the CSI driver reads its credentials from its own configuration.
-Json CsiFromSource(const Json& src, const std::string& path) {
+Json CsiFromSource(JsonView src, const std::string& path) {
   return NewCsiSource(kDriver, StringField(src, "volumeID", path), StringField(src, "fsType", path),
                       BoolField(src, "readOnly", path), {});
 }
@@ -24,10 +24,10 @@ class CinderPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
     Json csi = CsiFromSource(PVSource(pv, kField), "spec.cinder");
-    TranslateTopologyInTreeToCsi(pv, kTopologyKey);
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
+    TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
   }
 

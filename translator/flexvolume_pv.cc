@@ -6,15 +6,15 @@ namespace flexcsi {
 namespace translator {
 namespace {
 
-FlexVolumeSource SourceFromJson(const Json& flex, const std::string& path) {
+FlexVolumeSource SourceFromJson(JsonView flex, const std::string& path) {
   FlexVolumeSource source;
   source.driver = StringField(flex, "driver", path);
   source.options = StringMapField(flex, "options", path);
   source.fs_type = StringField(flex, "fsType", path);
   source.read_only = BoolField(flex, "readOnly", path);
-  if (const Json* ref = ObjectField(flex, "secretRef", path)) {
-    source.secret_ref = SecretReference{StringField(*ref, "name", path + ".secretRef"),
-                                        StringField(*ref, "namespace", path + ".secretRef")};
+  if (JsonView ref = ObjectField(flex, "secretRef", path)) {
+    source.secret_ref = SecretReference{StringField(ref, "name", path + ".secretRef"),
+                                        StringField(ref, "namespace", path + ".secretRef")};
   }
   return source;
 }
@@ -31,17 +31,18 @@ Json CsiToJson(const CsiVolume& volume) {
 
 }  // namespace
 
-Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, Json& pv) {
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, JsonView pv,
+                                  SpecChanges* changes) {
   FlexVolumeSource source = SourceFromJson(PVSource(pv, "flexVolume"), "spec.flexVolume");
   // Kubelet's flex plugin resolves a secret without namespace in the pod's namespace, which for
   // a PV is the namespace of its claim.
   std::string claim_namespace;
-  if (const Json* claim = ObjectField(pv["spec"], "claimRef", "spec")) {
-    claim_namespace = StringField(*claim, "namespace", "spec.claimRef");
+  if (JsonView claim = ObjectField(pv.Find("spec"), "claimRef", "spec")) {
+    claim_namespace = StringField(claim, "namespace", "spec.claimRef");
   }
   StatusOr<CsiVolume> volume = MapFlexVolumeToCsi(rules, source, claim_namespace);
   if (!volume.ok()) return volume.status();
-  SwapVolumeSource(pv, "flexVolume", "csi", CsiToJson(*volume));
+  ReplaceSourceWithCsi("flexVolume", CsiToJson(*volume), changes);
   return Status::Ok();
 }
 

@@ -7,12 +7,14 @@
 #include "common/status.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/json_fields.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
 
-// REQUIRES: pv.spec.flexVolume is set. Replaces it by spec.csi in place.
-Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, Json& pv);
+// REQUIRES: pv.spec.flexVolume is set. Records its replacement by spec.csi in `changes`.
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, JsonView pv,
+                                  SpecChanges* changes);
 // REQUIRES: volume.flexVolume is set. Returns a new PV.
 StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, const Json& volume,
                                               const std::string& pod_namespace);

@@ -38,10 +38,10 @@ std::string PartitionAttribute(int32_t partition) {
   return partition == 0 ? std::string() : std::to_string(partition);
 }
 
-std::string LabelValue(const Json& pv, const char* key) {
+std::string LabelValue(JsonView pv, const char* key) {
   std::string value;
-  const Json* metadata = ObjectField(pv, "metadata", "");
-  if (metadata != nullptr) LookupStringInMap(*metadata, "labels", key, "metadata", &value);
+  JsonView metadata = ObjectField(pv, "metadata", "");
+  if (metadata) LookupStringInMap(metadata, "labels", key, "metadata", &value);
   return value;
 }
 
@@ -63,8 +63,8 @@ class GcePdPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
-    const Json& src = PVSource(pv, kField);
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
+    JsonView src = PVSource(pv, kField);
     std::string pd_name = StringField(src, "pdName", kPath);
     // The handle reads the beta label first, topology (§3.1) the GA one: an upstream quirk.
     std::string zones_label = LabelValue(pv, kLabelZoneBeta);
@@ -86,12 +86,12 @@ class GcePdPlugin : public InTreePlugin {
                             BoolField(src, "readOnly", kPath), {});
     csi["volumeAttributes"] =
         Json{{"partition", PartitionAttribute(Int32Field(src, "partition", kPath))}};
-    TranslateTopologyInTreeToCsi(pv, kTopologyKey);
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
-    Json& spec = pv["spec"];
-    if (ArrayField(spec, "accessModes", "spec") != nullptr) {
-      spec["accessModes"] =
-          BackwardCompatibleAccessModes(StringListField(spec, "accessModes", "spec"));
+    TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
+    JsonView spec = pv.Find("spec");
+    if (ArrayField(spec, "accessModes", "spec")) {
+      changes->Set("accessModes",
+                   BackwardCompatibleAccessModes(StringListField(spec, "accessModes", "spec")));
     }
     return Status::Ok();
   }

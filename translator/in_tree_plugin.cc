@@ -3,19 +3,17 @@
 namespace flexcsi {
 namespace translator {
 
-bool InTreePlugin::CanSupport(const Json& pv) const {
-  const Json* spec = FindField(pv, "spec");
-  return spec != nullptr && FindField(*spec, SourceField()) != nullptr;
+bool InTreePlugin::CanSupport(JsonView pv) const {
+  JsonView spec = FindField(pv, "spec");
+  return spec && FindField(spec, SourceField());
 }
 
 bool InTreePlugin::CanSupportInline(const Json& volume) const {
   return FindField(volume, SourceField()) != nullptr;
 }
 
-const Json& PVSource(const Json& pv, const char* field) {
-  const Json* spec = ObjectField(pv, "spec", "");
-  const Json* source = ObjectField(*spec, field, "spec");
-  return *source;
+JsonView PVSource(JsonView pv, const char* field) {
+  return ObjectField(ObjectField(pv, "spec", ""), field, "spec");
 }
 
 const Json& InlineSource(const Json& volume, const char* field) {
@@ -33,6 +31,11 @@ void SwapVolumeSource(Json& pv, const char* remove_field, const char* add_field,
   spec[add_field] = std::move(source);
 }
 
+void ReplaceSourceWithCsi(const char* in_tree_field, Json csi, SpecChanges* changes) {
+  changes->Remove(in_tree_field);
+  changes->Set("csi", std::move(csi));
+}
+
 Json NewInlinePV(const std::string& name, Json csi, const char* access_mode) {
   Json pv = Json::object();
   pv["metadata"] = Json{{"name", name}};
@@ -46,15 +49,15 @@ void DropIfEmpty(Json& obj, const char* key) {
   if (it->is_null() || ((it->is_object() || it->is_array()) && it->empty())) obj.erase(it);
 }
 
-std::string PVName(const Json& pv) {
-  const Json* metadata = ObjectField(pv, "metadata", "");
-  return metadata == nullptr ? std::string() : StringField(*metadata, "name", "metadata");
+std::string PVName(JsonView pv) {
+  JsonView metadata = ObjectField(pv, "metadata", "");
+  return metadata ? StringField(metadata, "name", "metadata") : std::string();
 }
 
-bool LookupAnnotation(const Json& pv, const std::string& key, std::string* value) {
-  const Json* metadata = ObjectField(pv, "metadata", "");
-  if (metadata == nullptr) return false;
-  return LookupStringInMap(*metadata, "annotations", key, "metadata", value);
+bool LookupAnnotation(JsonView pv, const std::string& key, std::string* value) {
+  JsonView metadata = ObjectField(pv, "metadata", "");
+  if (!metadata) return false;
+  return LookupStringInMap(metadata, "annotations", key, "metadata", value);
 }
 
 void SetAnnotation(Json& pv, const std::string& key, const std::string& value) {

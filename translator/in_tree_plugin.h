@@ -2,11 +2,13 @@
 // the factories of the eight built-in ones. One implementation per file: aws_ebs.cc, gce_pd.cc,
 // azure_disk.cc, azure_file.cc, cinder.cc, vsphere.cc, portworx.cc, rbd.cc.
 //
-// Plugins are stateless and thread-compatible. They work on private copies: the Translator
-// (translator.h) deep-copies its input before calling TranslatePVToCsi / TranslateCsiPVToInTree
-// / TranslateStorageClassToCsi and discards the copy when the call fails, so a plugin may
-// modify its argument freely and need not undo anything on error. Plugins may throw
-// FieldTypeError for malformed input; the Translator turns it into a Status.
+// Plugins are stateless and thread-compatible. TranslatePVToCsi only reads its PV, through a
+// view (json_view.h), and says what changes in the spec (spec_changes.h): a PV is translated
+// without being copied. The other calls work on private copies: the Translator (translator.h)
+// deep-copies its input before calling TranslateCsiPVToInTree / TranslateStorageClassToCsi and
+// discards the copy when the call fails, so a plugin may modify its argument freely and need
+// not undo anything on error. Plugins may throw FieldTypeError for malformed input; the
+// Translator turns it into a Status.
 #pragma once
 
 #include <map>
@@ -15,6 +17,7 @@
 
 #include "common/status.h"
 #include "translator/json_fields.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
@@ -29,11 +32,12 @@ class InTreePlugin {
   virtual const char* SourceField() const = 0;
 
   // The source field is set (present and not null).
-  bool CanSupport(const Json& pv) const;
+  bool CanSupport(JsonView pv) const;
   bool CanSupportInline(const Json& volume) const;
 
-  // REQUIRES: CanSupport(pv). Replaces the in-tree source of `pv` by spec.csi.
-  virtual Status TranslatePVToCsi(Json& pv) const = 0;
+  // REQUIRES: CanSupport(pv). Records in `changes` how the spec of `pv` becomes the CSI PV's:
+  // at least the in-tree source removed and spec.csi set.
+  virtual Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const = 0;
   // REQUIRES: CanSupportInline(volume). Returns a new PV; volumeMode is left to the caller.
   virtual StatusOr<Json> TranslateInlineToCsi(const Json& volume,
                                               const std::string& pod_namespace) const = 0;
@@ -59,21 +63,23 @@ std::unique_ptr<InTreePlugin> NewRbdPlugin();
 // Helpers shared by the plugin implementations.
 
 // spec.<SourceField()> of a PV; REQUIRES: CanSupport(pv). Throws if it is not an object.
-const Json& PVSource(const Json& pv, const char* field);
+JsonView PVSource(JsonView pv, const char* field);
 // volume.<field> of a pod volume; REQUIRES: CanSupportInline(volume).
 const Json& InlineSource(const Json& volume, const char* field);
 // spec.csi of a PV; REQUIRES: present.
 const Json& CsiSource(const Json& pv);
 // Replaces `remove_field` of pv.spec by `csi` under `add_field`.
 void SwapVolumeSource(Json& pv, const char* remove_field, const char* add_field, Json source);
+// The same for a PV being translated to CSI: spec.<in_tree_field> goes, spec.csi comes.
+void ReplaceSourceWithCsi(const char* in_tree_field, Json csi, SpecChanges* changes);
 // A PV for an inline volume: metadata.name, spec.csi and spec.accessModes.
 Json NewInlinePV(const std::string& name, Json csi, const char* access_mode);
 // Removes an empty map/array field, mimicking Go's omitempty.
 void DropIfEmpty(Json& obj, const char* key);
 // The PV's metadata.name ("" when absent).
-std::string PVName(const Json& pv);
+std::string PVName(JsonView pv);
 // metadata.annotations[key]; false when absent.
-bool LookupAnnotation(const Json& pv, const std::string& key, std::string* value);
+bool LookupAnnotation(JsonView pv, const std::string& key, std::string* value);
 // Sets metadata.annotations[key] = value, creating the map if needed.
 void SetAnnotation(Json& pv, const std::string& key, const std::string& value);
 

@@ -7,36 +7,41 @@ namespace flexcsi {
 namespace translator {
 namespace {
 
-[[noreturn]] void ThrowWrongType(const std::string& path, const char* want, const Json& got) {
-  throw FieldTypeError("invalid field " + path + ": expected " + want + ", got " +
+[[noreturn]] void ThrowWrongType(std::string_view path, const char* want, JsonView got) {
+  throw FieldTypeError("invalid field " + std::string(path) + ": expected " + want + ", got " +
                        JsonTypeName(got));
 }
 
-std::string Join(const std::string& path, const char* key) {
-  return path.empty() ? std::string(key) : path + "." + key;
+std::string Join(std::string_view path, std::string_view key) {
+  std::string joined(path);
+  if (!joined.empty()) joined += '.';
+  joined += key;
+  return joined;
 }
 
 }  // namespace
 
-const char* JsonTypeName(const Json& value) {
+const char* JsonTypeName(JsonView value) {
   switch (value.type()) {
-    case Json::value_t::null:
+    case JsonView::Type::kAbsent:
+    case JsonView::Type::kNull:
       return "null";
-    case Json::value_t::object:
+    case JsonView::Type::kObject:
       return "object";
-    case Json::value_t::array:
+    case JsonView::Type::kArray:
       return "array";
-    case Json::value_t::string:
+    case JsonView::Type::kString:
       return "string";
-    case Json::value_t::boolean:
+    case JsonView::Type::kBoolean:
       return "bool";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
+    case JsonView::Type::kInteger:
+    case JsonView::Type::kUnsigned:
+    case JsonView::Type::kFloat:
       return "number";
-    default:
-      return "binary";
+    case JsonView::Type::kOther:
+      break;
   }
+  return "binary";
 }
 
 // Looked up as a string_view (the map's comparator is transparent): nlohmann's find(const
@@ -49,6 +54,11 @@ const Json* FindField(const Json& obj, const char* key) {
   return &it->second;
 }
 
+JsonView FindField(JsonView obj, const char* key) {
+  JsonView v = obj.Find(key);
+  return v.is_null() ? JsonView() : v;
+}
+
 Json* FindMutableField(Json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
   Json::object_t& members = obj.get_ref<Json::object_t&>();
@@ -57,98 +67,112 @@ Json* FindMutableField(Json& obj, const char* key) {
   return &it->second;
 }
 
-std::string StringField(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = FindField(obj, key);
-  if (v == nullptr) return std::string();
-  if (!v->is_string()) ThrowWrongType(Join(path, key), "string", *v);
-  return v->get_ref<const std::string&>();
+std::string_view StringViewField(JsonView obj, const char* key, std::string_view path) {
+  JsonView v = FindField(obj, key);
+  if (!v) return std::string_view();
+  if (!v.is_string()) ThrowWrongType(Join(path, key), "string", v);
+  return v.string_value();
 }
 
-bool BoolField(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = FindField(obj, key);
-  if (v == nullptr) return false;
-  if (!v->is_boolean()) ThrowWrongType(Join(path, key), "bool", *v);
-  return v->get<bool>();
+std::string StringField(JsonView obj, const char* key, std::string_view path) {
+  return std::string(StringViewField(obj, key, path));
 }
 
-int32_t Int32Field(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = FindField(obj, key);
-  if (v == nullptr) return 0;
-  if (v->is_number_integer() && !v->is_number_unsigned()) {
-    int64_t n = v->get<int64_t>();
+bool BoolField(JsonView obj, const char* key, std::string_view path) {
+  JsonView v = FindField(obj, key);
+  if (!v) return false;
+  if (!v.is_boolean()) ThrowWrongType(Join(path, key), "bool", v);
+  return v.bool_value();
+}
+
+int32_t Int32Field(JsonView obj, const char* key, std::string_view path) {
+  JsonView v = FindField(obj, key);
+  if (!v) return 0;
+  if (v.is_number_integer() && !v.is_number_unsigned()) {
+    int64_t n = v.int_value();
     if (n >= std::numeric_limits<int32_t>::min() && n <= std::numeric_limits<int32_t>::max()) {
       return static_cast<int32_t>(n);
     }
-  } else if (v->is_number_unsigned()) {
-    uint64_t n = v->get<uint64_t>();
+  } else if (v.is_number_unsigned()) {
+    uint64_t n = v.unsigned_value();
     if (n <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
       return static_cast<int32_t>(n);
     }
   }
-  ThrowWrongType(Join(path, key), "int32", *v);
+  ThrowWrongType(Join(path, key), "int32", v);
 }
 
-const Json* ObjectField(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = FindField(obj, key);
-  if (v != nullptr && !v->is_object()) ThrowWrongType(Join(path, key), "object", *v);
+JsonView ObjectField(JsonView obj, const char* key, std::string_view path) {
+  JsonView v = FindField(obj, key);
+  if (v && !v.is_object()) ThrowWrongType(Join(path, key), "object", v);
   return v;
 }
 
-const Json* ArrayField(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = FindField(obj, key);
-  if (v != nullptr && !v->is_array()) ThrowWrongType(Join(path, key), "array", *v);
+const Json* ObjectField(const Json& obj, const char* key, std::string_view path) {
+  ObjectField(JsonView(obj), key, path);  // the type check
+  return FindField(obj, key);
+}
+
+JsonView ArrayField(JsonView obj, const char* key, std::string_view path) {
+  JsonView v = FindField(obj, key);
+  if (v && !v.is_array()) ThrowWrongType(Join(path, key), "array", v);
   return v;
 }
 
-std::map<std::string, std::string> StringMapField(const Json& obj, const char* key,
-                                                  const std::string& path) {
+const Json* ArrayField(const Json& obj, const char* key, std::string_view path) {
+  ArrayField(JsonView(obj), key, path);  // the type check
+  return FindField(obj, key);
+}
+
+std::map<std::string, std::string> StringMapField(JsonView obj, const char* key,
+                                                  std::string_view path) {
   std::map<std::string, std::string> out;
-  const Json* m = ObjectField(obj, key, path);
-  if (m == nullptr) return out;
-  for (auto it = m->begin(); it != m->end(); ++it) {
-    if (it->is_null()) {
-      out.emplace(it.key(), std::string());
-      continue;
+  JsonView m = ObjectField(obj, key, path);
+  m.ForEachMember([&](std::string_view name, JsonView value) {
+    if (value.is_null()) {
+      out.emplace(name, std::string());
+      return;
     }
-    if (!it->is_string()) ThrowWrongType(Join(path, key) + "." + it.key(), "string", *it);
-    out.emplace(it.key(), it->get<std::string>());
-  }
+    if (!value.is_string()) {
+      ThrowWrongType(Join(Join(path, key), name), "string", value);
+    }
+    out.emplace(name, value.string_value());
+  });
   return out;
 }
 
-std::vector<std::string> StringListField(const Json& obj, const char* key,
-                                         const std::string& path) {
+void CheckStringListField(JsonView obj, const char* key, std::string_view path) {
+  ArrayField(obj, key, path).ForEachElement([&](JsonView item) {
+    if (item && !item.is_string()) ThrowWrongType(Join(path, key) + "[]", "string", item);
+  });
+}
+
+std::vector<std::string> StringListField(JsonView obj, const char* key, std::string_view path) {
+  CheckStringListField(obj, key, path);
   std::vector<std::string> out;
-  const Json* a = ArrayField(obj, key, path);
-  if (a == nullptr) return out;
-  out.reserve(a->size());
-  for (const Json& item : *a) {
-    if (item.is_null()) {
-      out.emplace_back();
-      continue;
-    }
-    if (!item.is_string()) ThrowWrongType(Join(path, key) + "[]", "string", item);
-    out.push_back(item.get<std::string>());
-  }
+  JsonView a = FindField(obj, key);
+  out.reserve(a.size());
+  a.ForEachElement(
+      [&](JsonView item) { out.emplace_back(item ? item.string_value() : std::string_view()); });
   return out;
 }
 
-bool LookupStringInMap(const Json& obj, const char* map_key, const std::string& key,
-                       const std::string& path, std::string* value) {
-  const Json* m = ObjectField(obj, map_key, path);
-  if (m == nullptr) return false;
-  auto it = m->find(key);
-  if (it == m->end()) return false;
-  if (it->is_null()) {
-    value->clear();
+bool LookupStringInMap(JsonView obj, const char* map_key, std::string_view key,
+                       std::string_view path, std::string* value) {
+  JsonView m = ObjectField(obj, map_key, path);
+  if (!m) return false;
+  JsonView v = m.Find(key);
+  if (!v.present()) return false;
+  if (v.is_null()) {
+    if (value != nullptr) value->clear();
     return true;
   }
-  if (!it->is_string()) ThrowWrongType(Join(path, map_key) + "." + key, "string", *it);
-  *value = it->get<std::string>();
+  if (!v.is_string()) ThrowWrongType(Join(Join(path, map_key), key), "string", v);
+  if (value != nullptr) *value = std::string(v.string_value());
   return true;
 }
 
-Json& EnsureObjectField(Json& obj, const char* key, const std::string& path) {
+Json& EnsureObjectField(Json& obj, const char* key, std::string_view path) {
   Json& v = obj[key];
   if (v.is_null()) v = Json::object();
   if (!v.is_object()) ThrowWrongType(Join(path, key), "object", v);
@@ -191,7 +215,7 @@ std::string GoQuote(const std::string& s) {
   return out;
 }
 
-void RequireObject(const Json& value, const std::string& what) {
+void RequireObject(JsonView value, const std::string& what) {
   if (!value.is_object()) {
     throw FieldTypeError(what + " must be a JSON object, got " + JsonTypeName(value));
   }

@@ -24,8 +24,8 @@ class PortworxPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
-    const Json& src = PVSource(pv, kField);
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
+    JsonView src = PVSource(pv, kField);
     const std::string path = "spec.portworxVolume";
     // readOnly is not carried over (upstream).
     Json csi = NewCsiSource(kDriver, StringField(src, "volumeID", path),
@@ -36,7 +36,7 @@ class PortworxPlugin : public InTreePlugin {
       Json ref = NewSecretRef(name, ns);
       for (const char* field : kSecretRefFields) csi[field] = ref;
     }
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
   }
 

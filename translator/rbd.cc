@@ -40,7 +40,7 @@ std::string MigrationHandle(const std::string& monitors, const std::string& pool
   return "mig_mons-" + Md5Hex(monitors) + "_image-" + image_id + "_" + HexOfBytes(pool);
 }
 
-std::string Annotation(const Json& pv, const char* key) {
+std::string Annotation(JsonView pv, const char* key) {
   std::string value;
   LookupAnnotation(pv, key, &value);
   return value;
@@ -52,8 +52,8 @@ class RbdPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
-    const Json& src = PVSource(pv, kField);
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
+    JsonView src = PVSource(pv, kField);
     const std::string path = "spec.rbd";
     std::string image = StringField(src, "image", path);
     std::string pool = StringField(src, "pool", path);
@@ -77,12 +77,12 @@ class RbdPlugin : public InTreePlugin {
     attributes["tryOtherMounters"] = "true";
     bool read_only = BoolField(src, "readOnly", path);
     Json csi = NewCsiSource(kDriver, handle, StringField(src, "fsType", path), false, attributes);
-    if (const Json* ref = ObjectField(src, "secretRef", path)) {
-      csi["nodeStageSecretRef"] = *ref;
-      csi["controllerExpandSecretRef"] = *ref;
+    if (JsonView ref = ObjectField(src, "secretRef", path)) {
+      csi["nodeStageSecretRef"] = ref.ToJson();
+      csi["controllerExpandSecretRef"] = ref.ToJson();
     }
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
-    pv["spec"]["accessModes"] = Json::array({read_only ? "ReadOnlyMany" : "ReadWriteOnce"});
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
+    changes->Set("accessModes", Json::array({read_only ? "ReadOnlyMany" : "ReadWriteOnce"}));
     return Status::Ok();
   }
 

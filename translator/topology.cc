@@ -1,5 +1,6 @@
 #include "translator/topology.h"
 
+#include <optional>
 #include <set>
 
 #include "translator/go_strings.h"
@@ -16,66 +17,191 @@ const char kMultiZoneDelimiter[] = "__";
 namespace {
 
 const char kTermsPath[] = "spec.nodeAffinity.required.nodeSelectorTerms";
+const char kTermPath[] = "spec.nodeAffinity.required.nodeSelectorTerms[]";
+const char kRequirementPath[] = "spec.nodeAffinity.required.nodeSelectorTerms[].matchExpressions[]";
 
-// The required node selector terms, or nullptr when the PV has none. Validates the types on the
+// The required node selector terms, or absent when the PV has none; not validated (a walk over
+// malformed terms finds nothing where a type is wrong).
+JsonView UncheckedTerms(JsonView node_affinity) {
+  return FindField(FindField(node_affinity, "required"), "nodeSelectorTerms");
+}
+
+// The required node selector terms, or absent when the PV has none. Validates the types on the
 // way down so that callers can index without checks.
-const Json* RequiredTerms(const Json* node_affinity) {
-  if (node_affinity == nullptr) return nullptr;
-  if (!node_affinity->is_object()) {
+JsonView RequiredTerms(JsonView node_affinity) {
+  if (!node_affinity) return JsonView();
+  if (!node_affinity.is_object()) {
     throw FieldTypeError("invalid field spec.nodeAffinity: expected object, got " +
-                         std::string(JsonTypeName(*node_affinity)));
+                         std::string(JsonTypeName(node_affinity)));
   }
-  const Json* required = ObjectField(*node_affinity, "required", "spec.nodeAffinity");
-  if (required == nullptr) return nullptr;
-  const Json* terms = ArrayField(*required, "nodeSelectorTerms", "spec.nodeAffinity.required");
-  if (terms == nullptr) return nullptr;
-  for (const Json& term : *terms) {
-    if (term.is_null()) continue;
+  JsonView required = ObjectField(node_affinity, "required", "spec.nodeAffinity");
+  if (!required) return JsonView();
+  JsonView terms = ArrayField(required, "nodeSelectorTerms", "spec.nodeAffinity.required");
+  if (!terms) return JsonView();
+  terms.ForEachElement([](JsonView term) {
+    if (term.is_null()) return;
     if (!term.is_object()) {
       throw FieldTypeError(std::string("invalid field ") + kTermsPath +
                            "[]: expected object, got " + JsonTypeName(term));
     }
-    const Json* exprs = ArrayField(term, "matchExpressions", std::string(kTermsPath) + "[]");
-    if (exprs == nullptr) continue;
-    for (const Json& req : *exprs) {
+    JsonView exprs = ArrayField(term, "matchExpressions", kTermPath);
+    exprs.ForEachElement([](JsonView req) {
       if (!req.is_object()) {
         throw FieldTypeError(std::string("invalid field ") + kTermsPath +
                              "[].matchExpressions[]: expected object, got " + JsonTypeName(req));
       }
-      StringField(req, "key", std::string(kTermsPath) + "[].matchExpressions[]");
-      StringListField(req, "values", std::string(kTermsPath) + "[].matchExpressions[]");
-    }
-  }
+      StringViewField(req, "key", kRequirementPath);
+      CheckStringListField(req, "values", kRequirementPath);
+    });
+  });
   return terms;
 }
 
-const Json* PVNodeAffinity(const Json& pv) {
-  const Json* spec = FindField(pv, "spec");
-  return spec == nullptr ? nullptr : FindField(*spec, "nodeAffinity");
+JsonView PVNodeAffinity(JsonView pv) { return FindField(FindField(pv, "spec"), "nodeAffinity"); }
+
+// The terms of a node affinity held as JSON, or nullptr when it has none.
+Json* MutableRequiredTerms(Json& node_affinity) {
+  if (!RequiredTerms(node_affinity)) return nullptr;
+  return &node_affinity["required"]["nodeSelectorTerms"];
 }
 
-Json* MutableRequiredTerms(Json& pv) {
-  if (RequiredTerms(PVNodeAffinity(pv)) == nullptr) return nullptr;
-  return &pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"];
+Json* MutablePVNodeAffinity(Json& pv) {
+  Json* spec = FindMutableField(pv, "spec");
+  return spec == nullptr ? nullptr : FindMutableField(*spec, "nodeAffinity");
 }
 
-const std::string& RequirementKey(const Json& req) {
-  static const std::string kEmpty;
-  auto it = req.find("key");
-  if (it == req.end() || !it->is_string()) return kEmpty;
-  return it->get_ref<const std::string&>();
+std::string_view RequirementKey(JsonView req) {
+  JsonView key = req.Find("key");
+  return key.is_string() ? key.string_value() : std::string_view();
 }
 
-void AppendRequirementValues(const Json& req, std::vector<std::string>* out) {
-  auto it = req.find("values");
-  if (it == req.end() || !it->is_array()) return;
-  for (const Json& v : *it) out->push_back(v.is_string() ? v.get<std::string>() : std::string());
+void AppendRequirementValues(JsonView req, std::vector<std::string>* out) {
+  req.Find("values").ForEachElement([&](JsonView v) {
+    out->push_back(v.is_string() ? std::string(v.string_value()) : std::string());
+  });
 }
 
-bool HasLabel(const Json& pv, const char* key, std::string* value) {
-  const Json* metadata = ObjectField(pv, "metadata", "");
-  if (metadata == nullptr) return false;
-  return LookupStringInMap(*metadata, "labels", key, "metadata", value);
+// Calls fn(requirement) for every matchExpressions entry of every required term.
+// REQUIRES: RequiredTerms(node_affinity) was called (validated it), as every function of this
+// file does before it reads a node affinity.
+template <typename Fn>
+void ForEachRequirement(JsonView node_affinity, Fn&& fn) {
+  UncheckedTerms(node_affinity).ForEachElement([&](JsonView term) {
+    FindField(term, "matchExpressions").ForEachElement(fn);
+  });
+}
+
+bool KeyExists(JsonView node_affinity, std::string_view key) {
+  bool found = false;
+  ForEachRequirement(node_affinity,
+                     [&](JsonView req) { found = found || RequirementKey(req) == key; });
+  return found;
+}
+
+// Every value of every required requirement with `key`, de-duplicated and sorted. REQUIRES:
+// as ForEachRequirement.
+std::vector<std::string> AffinityValues(JsonView node_affinity, std::string_view key) {
+  std::vector<std::string> values;
+  ForEachRequirement(node_affinity, [&](JsonView req) {
+    if (RequirementKey(req) == key) AppendRequirementValues(req, &values);
+  });
+  std::set<std::string> unique(values.begin(), values.end());
+  return std::vector<std::string>(unique.begin(), unique.end());
+}
+
+void ReplaceKeyInAffinity(Json& node_affinity, std::string_view old_key, std::string_view new_key) {
+  Json* terms = MutableRequiredTerms(node_affinity);
+  if (terms == nullptr) return;
+  for (Json& term : *terms) {
+    Json* exprs = FindMutableField(term, "matchExpressions");
+    if (exprs == nullptr) continue;
+    for (Json& req : *exprs) {
+      if (RequirementKey(req) == old_key) req["key"] = new_key;
+    }
+  }
+}
+
+Json Requirement(const std::string& key, const std::vector<std::string>& values) {
+  return Json{{"key", key}, {"operator", "In"}, {"values", values}};
+}
+
+// A PV's spec.nodeAffinity as the in-tree -> CSI translation changes it. Key renames are kept
+// as renames (SpecChanges::RenameTopologyKey) while they are all there is; the first other
+// change copies the node affinity, and from then on everything is done to the copy.
+class AffinityEdit {
+ public:
+  explicit AffinityEdit(JsonView pv) : original_(PVNodeAffinity(pv)) {}
+
+  // Whether a required requirement with `key` has a value, as the node affinity is now.
+  bool HasValues(std::string_view key) const {
+    bool found = false;
+    ForEachRequirement(current(), [&](JsonView req) {
+      std::string_view renamed = RequirementKey(req);
+      for (const auto& [from, to] : renames_) {
+        if (renamed == from) renamed = to;
+      }
+      found = found || (renamed == key && !req.Find("values").empty());
+    });
+    return found;
+  }
+  void RenameKey(std::string_view from, std::string_view to) {
+    if (copy_) {
+      ReplaceKeyInAffinity(*copy_, from, to);
+    } else {
+      renames_.emplace_back(from, to);
+    }
+  }
+  // The node affinity, copied (with the renames so far) for a change that is not a rename.
+  Json& Mutable() {
+    if (!copy_) {
+      copy_ = original_.ToJson();  // absent or null -> null
+      for (const auto& [from, to] : renames_) ReplaceKeyInAffinity(*copy_, from, to);
+      renames_.clear();
+    }
+    return *copy_;
+  }
+  JsonView current() const { return copy_ ? JsonView(*copy_) : original_; }
+  // Records the new node affinity or the renames.
+  void Record(SpecChanges* changes) {
+    if (copy_) changes->Set("nodeAffinity", std::move(*copy_));
+    for (const auto& [from, to] : renames_) changes->RenameTopologyKey(from, to);
+  }
+
+ private:
+  JsonView original_;
+  std::optional<Json> copy_;
+  std::vector<std::pair<std::string, std::string>> renames_;
+};
+
+// Appends {key In <trimmed, de-duplicated, sorted non-empty values>} to every required term,
+// creating a term if there is none. Does nothing when no value survives.
+void AddTopologyToEveryTerm(AffinityEdit& affinity, const std::string& key,
+                            const std::vector<std::string>& values) {
+  std::set<std::string> filtered;
+  for (const std::string& v : values) {
+    std::string trimmed = GoTrimSpace(v);
+    if (!trimmed.empty()) filtered.insert(std::move(trimmed));
+  }
+  if (filtered.empty()) return;
+  RequiredTerms(affinity.current());  // validates types before we write into them
+  Json& node_affinity = affinity.Mutable();
+  if (node_affinity.is_null()) node_affinity = Json::object();
+  Json& required = EnsureObjectField(node_affinity, "required", "spec.nodeAffinity");
+  Json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
+  Json requirement = Requirement(key, std::vector<std::string>(filtered.begin(), filtered.end()));
+  for (Json& term : terms) {
+    if (term.is_null()) term = Json::object();
+    Json& exprs = term["matchExpressions"];
+    if (exprs.is_null()) exprs = Json::array();
+    exprs.push_back(requirement);
+  }
+}
+
+bool HasLabel(JsonView pv, const char* key, std::string* value) {
+  JsonView metadata = ObjectField(pv, "metadata", "");
+  if (!metadata) return false;
+  return LookupStringInMap(metadata, "labels", key, "metadata", value);
 }
 
 void SetLabelIfMissing(Json& pv, const char* key, const std::string& value) {
@@ -84,10 +210,6 @@ void SetLabelIfMissing(Json& pv, const char* key, const std::string& value) {
   Json& metadata = EnsureObjectField(pv, "metadata", "");
   Json& labels = EnsureObjectField(metadata, "labels", "metadata");
   labels[key] = value;
-}
-
-Json Requirement(const std::string& key, const std::vector<std::string>& values) {
-  return Json{{"key", key}, {"operator", "In"}, {"values", values}};
 }
 
 StatusOr<std::string> SingleRegion(const std::set<std::string>& regions) {
@@ -100,77 +222,33 @@ StatusOr<std::string> SingleRegion(const std::set<std::string>& regions) {
 
 }  // namespace
 
-LabelFamily DetermineLabelFamily(const Json& pv) {
-  const Json* affinity = PVNodeAffinity(pv);
-  if (TopologyKeyExist(kLabelZoneGA, affinity)) return {kLabelZoneGA, kLabelRegionGA};
-  if (TopologyKeyExist(kLabelZoneBeta, affinity)) return {kLabelZoneBeta, kLabelRegionBeta};
-  std::string unused;
-  if (HasLabel(pv, kLabelZoneGA, &unused)) return {kLabelZoneGA, kLabelRegionGA};
-  if (HasLabel(pv, kLabelZoneBeta, &unused)) return {kLabelZoneBeta, kLabelRegionBeta};
+LabelFamily DetermineLabelFamily(JsonView pv) {
+  JsonView affinity = PVNodeAffinity(pv);
+  RequiredTerms(affinity);  // validates it for the callers too
+  if (KeyExists(affinity, kLabelZoneGA)) return {kLabelZoneGA, kLabelRegionGA};
+  if (KeyExists(affinity, kLabelZoneBeta)) return {kLabelZoneBeta, kLabelRegionBeta};
+  if (HasLabel(pv, kLabelZoneGA, nullptr)) return {kLabelZoneGA, kLabelRegionGA};
+  if (HasLabel(pv, kLabelZoneBeta, nullptr)) return {kLabelZoneBeta, kLabelRegionBeta};
   return {kLabelZoneGA, kLabelRegionGA};
 }
 
 bool TopologyKeyExist(const std::string& key, const Json* node_affinity) {
-  const Json* terms = RequiredTerms(node_affinity);
-  if (terms == nullptr) return false;
-  for (const Json& term : *terms) {
-    const Json* exprs = FindField(term, "matchExpressions");
-    if (exprs == nullptr) continue;
-    for (const Json& req : *exprs) {
-      if (RequirementKey(req) == key) return true;
-    }
-  }
-  return false;
+  return node_affinity != nullptr && TopologyKeyExist(key, JsonView(*node_affinity));
 }
 
-std::vector<std::string> TopologyValues(const Json& pv, const std::string& key) {
-  const Json* terms = RequiredTerms(PVNodeAffinity(pv));
-  if (terms == nullptr) return {};
-  std::vector<std::string> values;
-  for (const Json& term : *terms) {
-    const Json* exprs = FindField(term, "matchExpressions");
-    if (exprs == nullptr) continue;
-    for (const Json& req : *exprs) {
-      if (RequirementKey(req) == key) AppendRequirementValues(req, &values);
-    }
-  }
-  std::set<std::string> unique(values.begin(), values.end());
-  return std::vector<std::string>(unique.begin(), unique.end());
+bool TopologyKeyExist(const std::string& key, JsonView node_affinity) {
+  RequiredTerms(node_affinity);
+  return KeyExists(node_affinity, key);
+}
+
+std::vector<std::string> TopologyValues(JsonView pv, const std::string& key) {
+  RequiredTerms(PVNodeAffinity(pv));
+  return AffinityValues(PVNodeAffinity(pv), key);
 }
 
 void ReplaceTopologyKey(Json& pv, const std::string& old_key, const std::string& new_key) {
-  Json* terms = MutableRequiredTerms(pv);
-  if (terms == nullptr) return;
-  for (Json& term : *terms) {
-    Json* exprs = FindMutableField(term, "matchExpressions");
-    if (exprs == nullptr) continue;
-    for (Json& req : *exprs) {
-      if (RequirementKey(req) == old_key) req["key"] = new_key;
-    }
-  }
-}
-
-void AddTopologyToEveryTerm(Json& pv, const std::string& key,
-                            const std::vector<std::string>& values) {
-  std::set<std::string> filtered;
-  for (const std::string& v : values) {
-    std::string trimmed = GoTrimSpace(v);
-    if (!trimmed.empty()) filtered.insert(std::move(trimmed));
-  }
-  if (filtered.empty()) return;
-  RequiredTerms(PVNodeAffinity(pv));  // validates types before we write into them
-  Json& spec = EnsureObjectField(pv, "spec", "");
-  Json& affinity = EnsureObjectField(spec, "nodeAffinity", "spec");
-  Json& required = EnsureObjectField(affinity, "required", "spec.nodeAffinity");
-  Json& terms = required["nodeSelectorTerms"];
-  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
-  Json requirement = Requirement(key, std::vector<std::string>(filtered.begin(), filtered.end()));
-  for (Json& term : terms) {
-    if (term.is_null()) term = Json::object();
-    Json& exprs = term["matchExpressions"];
-    if (exprs.is_null()) exprs = Json::array();
-    exprs.push_back(requirement);
-  }
+  if (!RequiredTerms(PVNodeAffinity(pv))) return;  // also validates the types
+  ReplaceKeyInAffinity(*MutablePVNodeAffinity(pv), old_key, new_key);
 }
 
 StatusOr<std::string> AwsRegionFromZones(const std::vector<std::string>& zones) {
@@ -206,28 +284,37 @@ StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones) 
   return SingleRegion(regions);
 }
 
-void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key) {
+void TranslateTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+                                  SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
-  if (!TopologyValues(pv, family.zone_key).empty()) {
-    ReplaceTopologyKey(pv, family.zone_key, csi_zone_key);
+  AffinityEdit affinity(pv);
+  if (affinity.HasValues(family.zone_key)) {
+    affinity.RenameKey(family.zone_key, csi_zone_key);
   } else {
     std::string label;
     if (HasLabel(pv, family.zone_key, &label)) {
-      AddTopologyToEveryTerm(pv, csi_zone_key, GoSplit(label, kMultiZoneDelimiter));
+      AddTopologyToEveryTerm(affinity, csi_zone_key, GoSplit(label, kMultiZoneDelimiter));
     }
   }
   // Nodes of newer clusters carry only GA labels; a beta region requirement would never match.
-  if (std::string(family.region_key) == kLabelRegionBeta &&
-      !TopologyValues(pv, kLabelRegionBeta).empty()) {
-    ReplaceTopologyKey(pv, kLabelRegionBeta, kLabelRegionGA);
+  if (std::string(family.region_key) == kLabelRegionBeta && affinity.HasValues(kLabelRegionBeta)) {
+    affinity.RenameKey(kLabelRegionBeta, kLabelRegionGA);
   }
+  affinity.Record(changes);
+}
+
+void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key) {
+  SpecChanges changes;
+  TranslateTopologyInTreeToCsi(JsonView(pv), csi_zone_key, &changes);
+  changes.ApplyTo(pv);
 }
 
 namespace {
 
 // Adds a region requirement to every term that has none, derived from the term's zones.
 Status AddRegionToTerms(Json& pv, RegionParser region_parser) {
-  Json* terms = MutableRequiredTerms(pv);
+  Json* affinity = MutablePVNodeAffinity(pv);
+  Json* terms = affinity == nullptr ? nullptr : MutableRequiredTerms(*affinity);
   if (terms == nullptr || terms->empty()) return Status::Ok();
   LabelFamily family = DetermineLabelFamily(pv);
   for (Json& term : *terms) {
@@ -235,7 +322,7 @@ Status AddRegionToTerms(Json& pv, RegionParser region_parser) {
     std::vector<std::string> zones;
     if (const Json* exprs = FindField(term, "matchExpressions")) {
       for (const Json& req : *exprs) {
-        const std::string& key = RequirementKey(req);
+        std::string_view key = RequirementKey(req);
         if (key == family.region_key) {
           region_exists = true;
           break;
@@ -273,22 +360,24 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
   return Status::Ok();
 }
 
-void TranslateVsphereTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key,
-                                         const std::string& csi_region_key) {
+void TranslateVsphereTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+                                         const std::string& csi_region_key, SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
+  AffinityEdit affinity(pv);
   const std::pair<const char*, const std::string*> keys[] = {{family.zone_key, &csi_zone_key},
                                                              {family.region_key, &csi_region_key}};
   for (const auto& [k8s_key, csi_key] : keys) {
-    if (!TopologyValues(pv, k8s_key).empty()) {
-      ReplaceTopologyKey(pv, k8s_key, *csi_key);
+    if (affinity.HasValues(k8s_key)) {
+      affinity.RenameKey(k8s_key, *csi_key);
       continue;
     }
     // Unlike §3.2 the label is not split on "__": vSphere zones are opaque names.
     std::string label;
     if (HasLabel(pv, k8s_key, &label) && !label.empty()) {
-      AddTopologyToEveryTerm(pv, *csi_key, {label});
+      AddTopologyToEveryTerm(affinity, *csi_key, {label});
     }
   }
+  affinity.Record(changes);
 }
 
 void TranslateVsphereTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,

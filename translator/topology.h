@@ -1,8 +1,10 @@
 // Topology translation shared by the in-tree plugins (translation.md §3, §8.3): which Kubernetes
 // label family a PV uses, renaming node-affinity keys between Kubernetes and CSI, deriving
 // affinity from zone labels and labels from affinity, region parsers, and StorageClass
-// allowedTopologies. All functions work on a PV or StorageClass held as JSON and modify it in
-// place; they may throw FieldTypeError on malformed input (see json_fields.h).
+// allowedTopologies. Functions that read take a view of the object; the CSI -> in-tree ones
+// modify a PV or StorageClass held as JSON in place, the in-tree -> CSI ones record the new
+// spec.nodeAffinity in SpecChanges. They may throw FieldTypeError on malformed input (see
+// json_fields.h).
 #pragma once
 
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "common/status.h"
 #include "translator/json_fields.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
@@ -26,28 +29,26 @@ struct LabelFamily {
 };
 
 // §3.1: GA or beta, from the node affinity first and the labels second; GA by default.
-LabelFamily DetermineLabelFamily(const Json& pv);
+LabelFamily DetermineLabelFamily(JsonView pv);
 
 // True if any matchExpressions entry of any required term of `node_affinity` (a
 // VolumeNodeAffinity, may be null) uses `key`.
 bool TopologyKeyExist(const std::string& key, const Json* node_affinity);
+bool TopologyKeyExist(const std::string& key, JsonView node_affinity);
 
 // Every value of every required requirement with `key`, de-duplicated and sorted.
-std::vector<std::string> TopologyValues(const Json& pv, const std::string& key);
+std::vector<std::string> TopologyValues(JsonView pv, const std::string& key);
 
 // Renames every required requirement key `old_key` to `new_key`.
 void ReplaceTopologyKey(Json& pv, const std::string& old_key, const std::string& new_key);
-
-// Appends {key In <trimmed, de-duplicated, sorted non-empty values>} to every required term,
-// creating a term if there is none. Does nothing when no value survives.
-void AddTopologyToEveryTerm(Json& pv, const std::string& key,
-                            const std::vector<std::string>& values);
 
 using RegionParser = StatusOr<std::string> (*)(const std::vector<std::string>& zones);
 StatusOr<std::string> AwsRegionFromZones(const std::vector<std::string>& zones);
 StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones);
 
-// §3.2 (EBS, GCE PD, Cinder).
+// §3.2 (EBS, GCE PD, Cinder). The second form changes `pv` in place.
+void TranslateTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+                                  SpecChanges* changes);
 void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key);
 // §3.3. `region_parser` may be null (Cinder). Fails only when the region parser fails; the
 // message is upstream's "Failed to handle region topology. error: ...".
@@ -55,8 +56,8 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                     RegionParser region_parser);
 
 // §8.3 (vSphere).
-void TranslateVsphereTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key,
-                                         const std::string& csi_region_key);
+void TranslateVsphereTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+                                         const std::string& csi_region_key, SpecChanges* changes);
 void TranslateVsphereTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                          const std::string& csi_region_key);
 

@@ -31,10 +31,7 @@ std::string FlexPluginName(const std::string& driver) {
   return name;
 }
 
-const Json* FlexSourceOfPV(const Json& pv) {
-  const Json* spec = FindField(pv, "spec");
-  return spec == nullptr ? nullptr : FindField(*spec, kFlexVolumeField);
-}
+JsonView FlexSourceOfPV(JsonView pv) { return FindField(FindField(pv, "spec"), kFlexVolumeField); }
 
 }  // namespace
 
@@ -51,15 +48,27 @@ Translator::Translator(FlexVolumeRules rules) : rules_(std::move(rules)) {
   plugins_.push_back(NewVspherePlugin());
   plugins_.push_back(NewPortworxPlugin());
   plugins_.push_back(NewRbdPlugin());
+  for (const auto& p : plugins_) source_fields_.emplace_back(p->SourceField());
+  static_assert(sizeof(uint32_t) * 8 >= 8, "PluginForPV keeps one bit per plugin");
 }
 
 Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;
 Translator& Translator::operator=(Translator&&) noexcept = default;
 
-const InTreePlugin* Translator::PluginForPV(const Json& pv) const {
-  for (const auto& p : plugins_) {
-    if (p->CanSupport(pv)) return p.get();
+// InTreePlugin::CanSupport of each plugin in turn, in one pass over the spec's members.
+const InTreePlugin* Translator::PluginForPV(JsonView pv) const {
+  JsonView spec = FindField(pv, "spec");
+  if (!spec.is_object()) return nullptr;
+  uint32_t set = 0;  // bit i: plugins_[i]'s source is set (the constructor checks the count)
+  spec.ForEachMemberAsWritten([&](std::string_view key, JsonView value) {
+    for (size_t i = 0; i < source_fields_.size(); ++i) {
+      if (key != source_fields_[i]) continue;
+      set = value ? set | (1u << i) : set & ~(1u << i);  // of repeated keys the last one counts
+    }
+  });
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    if (set & (1u << i)) return plugins_[i].get();
   }
   return nullptr;
 }
@@ -78,36 +87,41 @@ const InTreePlugin* Translator::PluginForCsiDriver(const std::string& driver) co
   return nullptr;
 }
 
-const FlexVolumeRule* Translator::FlexRuleForPV(const Json& pv) const {
-  const Json* flex = FlexSourceOfPV(pv);
-  if (flex == nullptr || !flex->is_object()) return nullptr;
-  const Json* driver = FindField(*flex, "driver");
-  if (driver == nullptr || !driver->is_string()) return nullptr;
-  return rules_.FindByFlexDriver(driver->get<std::string>());
+const FlexVolumeRule* Translator::FlexRuleForPV(JsonView pv) const {
+  JsonView flex = FlexSourceOfPV(pv);
+  if (!flex.is_object()) return nullptr;
+  JsonView driver = FindField(flex, "driver");
+  if (!driver.is_string()) return nullptr;
+  return rules_.FindByFlexDriver(std::string(driver.string_value()));
 }
 
 StatusOr<Json> Translator::TranslateInTreePVToCSI(const Json& pv) const {
-  if (pv.is_null()) return InvalidArgument("persistent volume was nil");
-  return PVToCsi(pv);
+  StatusOr<SpecChanges> changes = TranslateInTreePVToCSIChanges(pv);
+  if (!changes.ok()) return changes.status();
+  Json copy = pv;
+  std::move(*changes).ApplyTo(copy);
+  return copy;
 }
 
 StatusOr<Json> Translator::TranslateInTreePVToCSI(Json&& pv) const {
-  if (pv.is_null()) return InvalidArgument("persistent volume was nil");
-  return PVToCsi(std::move(pv));
+  StatusOr<SpecChanges> changes = TranslateInTreePVToCSIChanges(pv);
+  if (!changes.ok()) return changes.status();
+  std::move(*changes).ApplyTo(pv);
+  return std::move(pv);
 }
 
-StatusOr<Json> Translator::PVToCsi(Json pv) const {
-  return Guarded([&]() -> StatusOr<Json> {
+StatusOr<SpecChanges> Translator::TranslateInTreePVToCSIChanges(JsonView pv) const {
+  if (!pv) return InvalidArgument("persistent volume was nil");
+  return Guarded([&]() -> StatusOr<SpecChanges> {
     RequireObject(pv, "persistent volume");
+    SpecChanges changes;
     if (const InTreePlugin* plugin = PluginForPV(pv)) {
-      Status s = plugin->TranslatePVToCsi(pv);
-      if (!s.ok()) return s;
-      return std::move(pv);
+      FLEXCSI_RETURN_IF_ERROR(plugin->TranslatePVToCsi(pv, &changes));
+      return changes;
     }
-    if (!rules_.empty() && FlexSourceOfPV(pv) != nullptr) {
-      Status s = TranslateFlexVolumePVToCsi(rules_, pv);
-      if (!s.ok()) return s;
-      return std::move(pv);
+    if (!rules_.empty() && FlexSourceOfPV(pv)) {
+      FLEXCSI_RETURN_IF_ERROR(TranslateFlexVolumePVToCsi(rules_, pv, &changes));
+      return changes;
     }
     return InvalidArgument("could not find in-tree plugin translation logic for " +
                            GoQuote(PVName(pv)));

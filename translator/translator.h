@@ -3,19 +3,23 @@
 //
 // Objects are Kubernetes JSON (nlohmann::json). Inputs are never modified; every successful
 // call returns a new object, and a failing call returns only a Status (never a
-// half-translated object). Fields the translator does not know pass through untouched.
+// half-translated object). The fast form of the PV translation reads its PV through a view
+// (json_view.h: nlohmann or simdjson) and returns what changes, leaving the copy to the caller. Fields the translator does not know pass through untouched.
 // Malformed input (a field of the wrong JSON type) is an InvalidArgument error, not a crash.
 // A Translator is immutable after construction and safe to use from several threads.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "translator/flexvolume_rules.h"
+#include "translator/json_view.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
@@ -33,9 +37,13 @@ class Translator {
 
   // A PV with an in-tree (or, with rules, flexVolume) source -> a PV with spec.csi.
   StatusOr<nlohmann::json> TranslateInTreePVToCSI(const nlohmann::json& pv) const;
-  // The same, consuming `pv` instead of copying it (for callers that are done with it, such
-  // as `flexcsi translate`). Afterwards `pv` is unspecified, also on error.
+  // The same, consuming `pv` instead of copying it (for callers that are done with it).
+  // Afterwards `pv` is unspecified, also on error.
   StatusOr<nlohmann::json> TranslateInTreePVToCSI(nlohmann::json&& pv) const;
+  // The same translation, as changes to `pv`'s spec: the CSI PV is `pv` with them applied
+  // (SpecChanges::ApplyTo, or written out by json_text_writer.h). Nothing of `pv` is copied,
+  // which makes this the fast form (`flexcsi translate` uses it).
+  StatusOr<SpecChanges> TranslateInTreePVToCSIChanges(JsonView pv) const;
   // A pod volumes[] entry -> a new PV (no apiVersion/kind) wrapping the CSI source.
   StatusOr<nlohmann::json> TranslateInTreeInlineVolumeToCSI(const nlohmann::json& volume,
                                                             const std::string& pod_namespace) const;
@@ -66,15 +74,15 @@ class Translator {
   const FlexVolumeRules& flexvolume_rules() const { return rules_; }
 
  private:
-  const InTreePlugin* PluginForPV(const nlohmann::json& pv) const;
+  const InTreePlugin* PluginForPV(JsonView pv) const;
   const InTreePlugin* PluginForInline(const nlohmann::json& volume) const;
   const InTreePlugin* PluginForCsiDriver(const std::string& driver) const;
-  const FlexVolumeRule* FlexRuleForPV(const nlohmann::json& pv) const;
-  // The PV operations on a PV the call owns.
-  StatusOr<nlohmann::json> PVToCsi(nlohmann::json pv) const;
+  const FlexVolumeRule* FlexRuleForPV(JsonView pv) const;
+  // The CSI -> in-tree operation on a PV the call owns.
   StatusOr<nlohmann::json> CsiPVToInTree(nlohmann::json pv) const;
 
   std::vector<std::unique_ptr<InTreePlugin>> plugins_;
+  std::vector<std::string_view> source_fields_;  // plugins_[i]->SourceField()
   FlexVolumeRules rules_;
 };
 

@@ -17,7 +17,7 @@ const char kStoragePolicyAttribute[] = "storagepolicyname";
 const char kInitialVolumeFilePathAttribute[] = "initialvolumefilepath";
 
 // storagePolicyID is dropped; vSphere volumes have no readOnly field.
-Json CsiFromSource(const Json& src, const std::string& path) {
+Json CsiFromSource(JsonView src, const std::string& path) {
   std::map<std::string, std::string> attributes;
   std::string policy = StringField(src, "storagePolicyName", path);
   if (!policy.empty()) attributes[kStoragePolicyAttribute] = policy;
@@ -48,10 +48,10 @@ class VspherePlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(Json& pv) const override {
+  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
     Json csi = CsiFromSource(PVSource(pv, kField), "spec.vsphereVolume");
-    TranslateVsphereTopologyInTreeToCsi(pv, kZoneKey, kRegionKey);
-    SwapVolumeSource(pv, kField, "csi", std::move(csi));
+    TranslateVsphereTopologyInTreeToCsi(pv, kZoneKey, kRegionKey, changes);
+    ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
   }
 

@@ -2,9 +2,13 @@
 //
 // Input: the realistic mixed PersistentVolumeList of generate_pv_list.h (written to a temporary
 // file, JSON and YAML), or any file given with --input. Reports, on one core:
-//   library  Translator::TranslateInTreePVToCSI on already parsed PVs, PVs per CPU second: the
-//            copying call (like csi-translation-lib, which deep-copies its argument) and the
-//            call that consumes its argument (what the command uses)
+//   library  the translator on already parsed PVs, PVs per CPU second:
+//            - TranslateInTreePVToCSIChanges on PVs parsed by simdjson (one DOM document per PV,
+//              read through JsonView::Of) and on PVs parsed into nlohmann::json: the translation
+//              as changes to the PV, which is not copied (the fast form);
+//            - TranslateInTreePVToCSI, the copying call (like csi-translation-lib, which
+//              deep-copies its argument: the changes applied to a copy), and the call that
+//              consumes its argument
 //   command  the flexcsi-translate binary end to end (`to-csi pv --rules`, stdin from the file,
 //            stdout to /dev/null), pinned to CPU 0: wall and CPU seconds, and its peak RSS
 // for JSON and for YAML input.
@@ -31,15 +35,20 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include <simdjson.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/generate_pv_list.h"
 #include "common/yaml_json.h"
 #include "translator/flexvolume_rules.h"
+#include "translator/json_view.h"
 #include "translator/translator.h"
 
 namespace {
 
+using flexcsi::translator::JsonView;
 using flexcsi::translator::Translator;
 using nlohmann::json;
 
@@ -118,7 +127,49 @@ std::vector<json> LoadItems(const std::string& path) {
   return (*doc)["items"].get<std::vector<json>>();
 }
 
+// Each PV in its own simdjson document, as a program holding parsed PVs would have them.
+struct SimdjsonPVs {
+  std::vector<std::unique_ptr<simdjson::dom::document>> documents;
+  std::vector<JsonView> views;
+};
+
+SimdjsonPVs ParseWithSimdjson(const std::vector<json>& pvs) {
+  SimdjsonPVs out;
+  simdjson::dom::parser parser;
+  for (const json& pv : pvs) {
+    std::string text = pv.dump();
+    auto document = std::make_unique<simdjson::dom::document>();
+    simdjson::dom::element root;
+    if (parser.parse_into_document(*document, text).get(root) != simdjson::SUCCESS) continue;
+    out.views.push_back(JsonView::Of(root));
+    out.documents.push_back(std::move(document));
+  }
+  return out;
+}
+
+// TranslateInTreePVToCSIChanges over `views` until a second of CPU has passed.
+template <typename Views>
+void ReportChanges(const Translator& translator, const Views& views, const char* label) {
+  size_t translated = 0, failed = 0;
+  double start = CpuSeconds(), elapsed = 0;
+  do {
+    for (const auto& pv : views) {
+      auto changes = translator.TranslateInTreePVToCSIChanges(JsonView(pv));
+      changes.ok() ? ++translated : ++failed;
+    }
+    elapsed = CpuSeconds() - start;
+  } while (elapsed < 1.0);
+  std::printf(
+      "  library, changes, %-9s: %9.0f PVs/s on one core (%zu PVs in %.2f s CPU, %zu failed)\n",
+      label, translated / elapsed, translated + failed, elapsed, failed);
+}
+
 void ReportLibrary(const Translator& translator, const std::vector<json>& pvs) {
+  {
+    SimdjsonPVs parsed = ParseWithSimdjson(pvs);
+    ReportChanges(translator, parsed.views, "simdjson");
+  }
+  ReportChanges(translator, pvs, "nlohmann");
   // Copying call: repeat until a second of CPU has passed, so the figure is steady.
   size_t translated = 0, failed = 0;
   double start = CpuSeconds(), elapsed = 0;
@@ -129,8 +180,9 @@ void ReportLibrary(const Translator& translator, const std::vector<json>& pvs) {
     }
     elapsed = CpuSeconds() - start;
   } while (elapsed < 1.0);
-  std::printf("  library, copying call   : %9.0f PVs/s on one core (%zu PVs in %.2f s CPU, %zu failed)\n",
-              translated / elapsed, translated + failed, elapsed, failed);
+  std::printf(
+      "  library, copying call   : %9.0f PVs/s on one core (%zu PVs in %.2f s CPU, %zu failed)\n",
+      translated / elapsed, translated + failed, elapsed, failed);
   // Consuming call: fresh copies each round, made outside the timed part.
   size_t consumed = 0;
   double timed = 0;
@@ -222,9 +274,10 @@ int main(int argc, char** argv) {
       if (r == 0 || run.wall < best.wall) best = run;
       if (name == "YAML") break;  // slow; once is enough
     }
-    std::printf("  command, %s in (%5.1f MB): %6.2f s wall, %6.2f s CPU, peak RSS %5.1f MiB, exit %d\n",
-                name.c_str(), FileSize(path) / 1e6, best.wall, best.cpu, best.max_rss_kib / 1024.0,
-                best.status);
+    std::printf(
+        "  command, %s in (%5.1f MB): %6.2f s wall, %6.2f s CPU, peak RSS %5.1f MiB, exit %d\n",
+        name.c_str(), FileSize(path) / 1e6, best.wall, best.cpu, best.max_rss_kib / 1024.0,
+        best.status);
     std::printf("      %s\n", FirstLine(err_path).c_str());
     ok = ok && best.status == 0;
   }

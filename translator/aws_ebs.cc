@@ -135,9 +135,9 @@ class AwsEbsPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
     Json csi;
-    FLEXCSI_RETURN_IF_ERROR(CsiFromSource(PVSource(pv, kField), "spec.awsElasticBlockStore", &csi));
+    FLEXCSI_RETURN_IF_ERROR(CsiFromSource(pv.SpecObject(kField), "spec.awsElasticBlockStore", &csi));
     TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
     ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();
@@ -203,10 +203,9 @@ class AwsEbsPlugin : public InTreePlugin {
     StatusOr<std::string> handle = EbsHandle(StringField(src, "volumeID", path));
     if (!handle.ok()) return handle.status();
     // Unlike GCE PD, partition 0 is written as "0".
-    *csi = NewCsiSource(kDriver, *handle, StringField(src, "fsType", path),
-                        BoolField(src, "readOnly", path), {});
-    (*csi)["volumeAttributes"] =
-        Json{{"partition", std::to_string(Int32Field(src, "partition", path))}};
+    *csi = NewCsiSource(kDriver, std::move(*handle), StringField(src, "fsType", path),
+                        BoolField(src, "readOnly", path),
+                        {{"partition", std::to_string(Int32Field(src, "partition", path))}});
     return Status::Ok();
   }
 };

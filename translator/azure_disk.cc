@@ -96,8 +96,8 @@ StatusOr<Json> CsiFromSource(JsonView src, const std::string& path, bool inline_
     fs_type = StringField(src, "fsType", path);
     attributes["fstype"] = fs_type;
   }
-  return NewCsiSource(kDriver, StringField(src, "diskURI", path), fs_type,
-                      BoolField(src, "readOnly", path), attributes);
+  return NewCsiSource(kDriver, StringField(src, "diskURI", path), std::move(fs_type),
+                      BoolField(src, "readOnly", path), std::move(attributes));
 }
 
 class AzureDiskPlugin : public InTreePlugin {
@@ -106,8 +106,8 @@ class AzureDiskPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    StatusOr<Json> csi = CsiFromSource(PVSource(pv, kField), "spec.azureDisk", false);
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    StatusOr<Json> csi = CsiFromSource(pv.SpecObject(kField), "spec.azureDisk", false);
     if (!csi.ok()) return csi.status();
     ReplaceSourceWithCsi(kField, std::move(*csi), changes);
     return Status::Ok();

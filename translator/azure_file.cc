@@ -40,8 +40,8 @@ class AzureFilePlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    JsonView src = PVSource(pv, kField);
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    JsonView src = pv.SpecObject(kField);
     const std::string path = "spec.azureFile";
     std::string secret_name = StringField(src, "secretName", path);
     std::string share = StringField(src, "shareName", path);
@@ -49,7 +49,7 @@ class AzureFilePlugin : public InTreePlugin {
     std::string ns;
     if (FindField(src, "secretNamespace")) {
       ns = StringField(src, "secretNamespace", path);
-    } else if (JsonView claim = ObjectField(pv.Find("spec"), "claimRef", "spec")) {
+    } else if (JsonView claim = pv.SpecObject("claimRef")) {
       ns = StringField(claim, "namespace", "spec.claimRef");
     }
     if (ns.empty()) {
@@ -57,9 +57,9 @@ class AzureFilePlugin : public InTreePlugin {
           "could not find a secret namespace in PersistentVolumeSource or ClaimRef");
     }
     std::string resource_group;
-    LookupAnnotation(pv, kResourceGroupAnnotation, &resource_group);
+    pv.Annotation(kResourceGroupAnnotation, &resource_group);
     Json csi = NewCsiSource(
-        kDriver, Handle(resource_group, AccountFromSecretName(secret_name), share, PVName(pv), ns),
+        kDriver, Handle(resource_group, AccountFromSecretName(secret_name), share, pv.Name(), ns),
         "", BoolField(src, "readOnly", path), {{"sharename", share}});
     csi["nodeStageSecretRef"] = NewSecretRef(secret_name, ns);
     ReplaceSourceWithCsi(kField, std::move(csi), changes);

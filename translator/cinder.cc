@@ -24,8 +24,8 @@ class CinderPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    Json csi = CsiFromSource(PVSource(pv, kField), "spec.cinder");
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    Json csi = CsiFromSource(pv.SpecObject(kField), "spec.cinder");
     TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
     ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();

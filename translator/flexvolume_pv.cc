@@ -31,13 +31,13 @@ Json CsiToJson(const CsiVolume& volume) {
 
 }  // namespace
 
-Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, JsonView pv,
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, const SourcePV& pv,
                                   SpecChanges* changes) {
-  FlexVolumeSource source = SourceFromJson(PVSource(pv, "flexVolume"), "spec.flexVolume");
+  FlexVolumeSource source = SourceFromJson(pv.SpecObject("flexVolume"), "spec.flexVolume");
   // Kubelet's flex plugin resolves a secret without namespace in the pod's namespace, which for
   // a PV is the namespace of its claim.
   std::string claim_namespace;
-  if (JsonView claim = ObjectField(pv.Find("spec"), "claimRef", "spec")) {
+  if (JsonView claim = pv.SpecObject("claimRef")) {
     claim_namespace = StringField(claim, "namespace", "spec.claimRef");
   }
   StatusOr<CsiVolume> volume = MapFlexVolumeToCsi(rules, source, claim_namespace);

@@ -7,13 +7,14 @@
 #include "common/status.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/json_fields.h"
+#include "translator/source_pv.h"
 #include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
 
 // REQUIRES: pv.spec.flexVolume is set. Records its replacement by spec.csi in `changes`.
-Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, JsonView pv,
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, const SourcePV& pv,
                                   SpecChanges* changes);
 // REQUIRES: volume.flexVolume is set. Returns a new PV.
 StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, const Json& volume,

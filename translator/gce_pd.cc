@@ -38,10 +38,9 @@ std::string PartitionAttribute(int32_t partition) {
   return partition == 0 ? std::string() : std::to_string(partition);
 }
 
-std::string LabelValue(JsonView pv, const char* key) {
+std::string LabelValue(const SourcePV& pv, const char* key) {
   std::string value;
-  JsonView metadata = ObjectField(pv, "metadata", "");
-  if (metadata) LookupStringInMap(metadata, "labels", key, "metadata", &value);
+  pv.Label(key, &value);
   return value;
 }
 
@@ -63,8 +62,8 @@ class GcePdPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    JsonView src = PVSource(pv, kField);
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    JsonView src = pv.SpecObject(kField);
     std::string pd_name = StringField(src, "pdName", kPath);
     // The handle reads the beta label first, topology (§3.1) the GA one: an upstream quirk.
     std::string zones_label = LabelValue(pv, kLabelZoneBeta);
@@ -82,13 +81,12 @@ class GcePdPlugin : public InTreePlugin {
     } else {
       handle = ZonalHandle(kUnspecified, kUnspecified, pd_name);
     }
-    Json csi = NewCsiSource(kDriver, handle, StringField(src, "fsType", kPath),
-                            BoolField(src, "readOnly", kPath), {});
-    csi["volumeAttributes"] =
-        Json{{"partition", PartitionAttribute(Int32Field(src, "partition", kPath))}};
+    Json csi = NewCsiSource(kDriver, std::move(handle), StringField(src, "fsType", kPath),
+                            BoolField(src, "readOnly", kPath),
+                            {{"partition", PartitionAttribute(Int32Field(src, "partition", kPath))}});
     TranslateTopologyInTreeToCsi(pv, kTopologyKey, changes);
     ReplaceSourceWithCsi(kField, std::move(csi), changes);
-    JsonView spec = pv.Find("spec");
+    JsonView spec = pv.Spec();
     if (ArrayField(spec, "accessModes", "spec")) {
       changes->Set("accessModes",
                    BackwardCompatibleAccessModes(StringListField(spec, "accessModes", "spec")));

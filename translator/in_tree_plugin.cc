@@ -12,10 +12,6 @@ bool InTreePlugin::CanSupportInline(const Json& volume) const {
   return FindField(volume, SourceField()) != nullptr;
 }
 
-JsonView PVSource(JsonView pv, const char* field) {
-  return ObjectField(ObjectField(pv, "spec", ""), field, "spec");
-}
-
 const Json& InlineSource(const Json& volume, const char* field) {
   return *ObjectField(volume, field, "volume");
 }
@@ -72,14 +68,22 @@ void SetAnnotation(Json& pv, const std::string& key, const std::string& value) {
 namespace flexcsi {
 namespace translator {
 
-Json NewCsiSource(const std::string& driver, const std::string& handle, const std::string& fs_type,
-                  bool read_only, const std::map<std::string, std::string>& attributes) {
+Json NewCsiSource(std::string driver, std::string handle, std::string fs_type, bool read_only,
+                  std::map<std::string, std::string> attributes) {
   Json csi = Json::object();
-  csi["driver"] = driver;
-  csi["volumeHandle"] = handle;
-  if (read_only) csi["readOnly"] = true;
-  if (!fs_type.empty()) csi["fsType"] = fs_type;
-  if (!attributes.empty()) csi["volumeAttributes"] = attributes;
+  auto& members = csi.get_ref<Json::object_t&>();
+  members.emplace("driver", std::move(driver));
+  members.emplace("volumeHandle", std::move(handle));
+  if (read_only) members.emplace("readOnly", true);
+  if (!fs_type.empty()) members.emplace("fsType", std::move(fs_type));
+  if (!attributes.empty()) {
+    Json map = Json::object();
+    auto& entries = map.get_ref<Json::object_t&>();
+    // The keys are copied (a map's keys are const), the values moved.
+    for (auto& [key, value] : attributes)
+      entries.emplace_hint(entries.end(), key, std::move(value));
+    members.emplace("volumeAttributes", std::move(map));
+  }
   return csi;
 }
 

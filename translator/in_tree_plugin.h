@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "translator/json_fields.h"
+#include "translator/source_pv.h"
 #include "translator/spec_changes.h"
 
 namespace flexcsi {
@@ -37,7 +38,7 @@ class InTreePlugin {
 
   // REQUIRES: CanSupport(pv). Records in `changes` how the spec of `pv` becomes the CSI PV's:
   // at least the in-tree source removed and spec.csi set.
-  virtual Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const = 0;
+  virtual Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const = 0;
   // REQUIRES: CanSupportInline(volume). Returns a new PV; volumeMode is left to the caller.
   virtual StatusOr<Json> TranslateInlineToCsi(const Json& volume,
                                               const std::string& pod_namespace) const = 0;
@@ -62,8 +63,6 @@ std::unique_ptr<InTreePlugin> NewRbdPlugin();
 
 // Helpers shared by the plugin implementations.
 
-// spec.<SourceField()> of a PV; REQUIRES: CanSupport(pv). Throws if it is not an object.
-JsonView PVSource(JsonView pv, const char* field);
 // volume.<field> of a pod volume; REQUIRES: CanSupportInline(volume).
 const Json& InlineSource(const Json& volume, const char* field);
 // spec.csi of a PV; REQUIRES: present.
@@ -91,8 +90,9 @@ namespace translator {
 
 // A CSIPersistentVolumeSource with Go's omitempty applied: readOnly=false, fsType="" and an
 // empty attribute map are left out.
-Json NewCsiSource(const std::string& driver, const std::string& handle, const std::string& fs_type,
-                  bool read_only, const std::map<std::string, std::string>& attributes);
+// The arguments are taken by value and moved into the object.
+Json NewCsiSource(std::string driver, std::string handle, std::string fs_type, bool read_only,
+                  std::map<std::string, std::string> attributes);
 // A SecretReference with omitempty applied ({} when both are empty).
 Json NewSecretRef(const std::string& name, const std::string& ns);
 

@@ -160,14 +160,17 @@ std::vector<std::string> StringListField(JsonView obj, const char* key, std::str
 bool LookupStringInMap(JsonView obj, const char* map_key, std::string_view key,
                        std::string_view path, std::string* value) {
   JsonView m = ObjectField(obj, map_key, path);
-  if (!m) return false;
-  JsonView v = m.Find(key);
+  return m && LookupString(m, key, Join(path, map_key), value);
+}
+
+bool LookupString(JsonView map, std::string_view key, std::string_view path, std::string* value) {
+  JsonView v = map.Find(key);
   if (!v.present()) return false;
   if (v.is_null()) {
     if (value != nullptr) value->clear();
     return true;
   }
-  if (!v.is_string()) ThrowWrongType(Join(Join(path, map_key), key), "string", v);
+  if (!v.is_string()) ThrowWrongType(Join(path, key), "string", v);
   if (value != nullptr) *value = std::string(v.string_value());
   return true;
 }

@@ -63,6 +63,8 @@ void CheckStringListField(JsonView obj, const char* key, std::string_view path);
 // when present.
 bool LookupStringInMap(JsonView obj, const char* map_key, std::string_view key,
                        std::string_view path, std::string* value);
+// The same in the map itself, whose path is `path`.
+bool LookupString(JsonView map, std::string_view key, std::string_view path, std::string* value);
 
 // obj[key], turned into an empty object first when absent or null. REQUIRES: obj is an object.
 // Throws when the existing value is not an object.

@@ -3,9 +3,11 @@
 //
 // The view answers as nlohmann::json would for the same text: object members in key order, a
 // later duplicate key replacing an earlier one, non-negative integers unsigned. That keeps a
-// translation from either source byte-for-byte the same. It exists for speed: a PV parsed by
-// simdjson is one compact tape instead of ~75 separately allocated nodes, and translating it
-// needs no copy of the untouched parts.
+// translation from either source byte-for-byte the same. One exception that changes nothing a
+// caller sees: simdjson reads `-0` as the integer 0, which this view calls unsigned where
+// nlohmann keeps it signed; the value, its text and every translation are the same. It exists for
+// speed: a PV parsed by simdjson is one compact tape instead of ~75 separately allocated nodes, and
+// translating it needs no copy of the untouched parts.
 //
 // A view does not own its value: the nlohmann::json or simdjson document must outlive it. A
 // default-constructed view is "absent" (no value at all); is_null() is a present JSON null.

@@ -24,15 +24,15 @@ class PortworxPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    JsonView src = PVSource(pv, kField);
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    JsonView src = pv.SpecObject(kField);
     const std::string path = "spec.portworxVolume";
     // readOnly is not carried over (upstream).
     Json csi = NewCsiSource(kDriver, StringField(src, "volumeID", path),
                             StringField(src, "fsType", path), false, {});
     std::string name, ns;
-    if (LookupAnnotation(pv, kSecretNameAnnotation, &name) &&
-        LookupAnnotation(pv, kSecretNamespaceAnnotation, &ns)) {
+    if (pv.Annotation(kSecretNameAnnotation, &name) &&
+        pv.Annotation(kSecretNamespaceAnnotation, &ns)) {
       Json ref = NewSecretRef(name, ns);
       for (const char* field : kSecretRefFields) csi[field] = ref;
     }

@@ -40,9 +40,9 @@ std::string MigrationHandle(const std::string& monitors, const std::string& pool
   return "mig_mons-" + Md5Hex(monitors) + "_image-" + image_id + "_" + HexOfBytes(pool);
 }
 
-std::string Annotation(JsonView pv, const char* key) {
+std::string Annotation(const SourcePV& pv, const char* key) {
   std::string value;
-  LookupAnnotation(pv, key, &value);
+  pv.Annotation(key, &value);
   return value;
 }
 
@@ -52,8 +52,8 @@ class RbdPlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    JsonView src = PVSource(pv, kField);
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    JsonView src = pv.SpecObject(kField);
     const std::string path = "spec.rbd";
     std::string image = StringField(src, "image", path);
     std::string pool = StringField(src, "pool", path);
@@ -76,7 +76,8 @@ class RbdPlugin : public InTreePlugin {
     attributes["migration"] = "true";
     attributes["tryOtherMounters"] = "true";
     bool read_only = BoolField(src, "readOnly", path);
-    Json csi = NewCsiSource(kDriver, handle, StringField(src, "fsType", path), false, attributes);
+    Json csi = NewCsiSource(kDriver, std::move(handle), StringField(src, "fsType", path), false,
+                            std::move(attributes));
     if (JsonView ref = ObjectField(src, "secretRef", path)) {
       csi["nodeStageSecretRef"] = ref.ToJson();
       csi["controllerExpandSecretRef"] = ref.ToJson();

@@ -18,28 +18,68 @@ void SpecChanges::Set(const std::string& key, nlohmann::json value) {
 
 void SpecChanges::Remove(const std::string& key) { Slot(key).value.reset(); }
 
-void SpecChanges::RenameTopologyKey(const std::string& from, const std::string& to) {
-  renames_.emplace_back(from, to);
+void SpecChanges::RenameTopologyKey(std::string_view from, std::string_view to) {
+  topology_.push_back(TopologyOp{std::string(from), std::string(to), std::nullopt});
 }
 
-void SpecChanges::RenameTopologyKeysIn(nlohmann::json& node_affinity) const {
-  if (renames_.empty() || !node_affinity.is_object()) return;
-  auto required = node_affinity.find("required");
-  if (required == node_affinity.end() || !required->is_object()) return;
-  auto terms = required->find("nodeSelectorTerms");
-  if (terms == required->end() || !terms->is_array()) return;
-  for (nlohmann::json& term : *terms) {
+void SpecChanges::AddTopologyRequirement(nlohmann::json requirement) {
+  topology_.push_back(TopologyOp{{}, {}, std::move(requirement)});
+}
+
+bool SpecChanges::AddsTopology() const {
+  for (const TopologyOp& op : topology_) {
+    if (op.requirement) return true;
+  }
+  return false;
+}
+
+namespace {
+
+void RenameKeyIn(nlohmann::json& terms, const std::string& from, const std::string& to) {
+  for (nlohmann::json& term : terms) {
     if (!term.is_object()) continue;
     auto exprs = term.find("matchExpressions");
     if (exprs == term.end() || !exprs->is_array()) continue;
     for (nlohmann::json& req : *exprs) {
       if (!req.is_object()) continue;
       auto key = req.find("key");
-      if (key == req.end() || !key->is_string()) continue;
-      for (const auto& [from, to] : renames_) {
-        if (key->get_ref<const std::string&>() == from) *key = to;
+      if (key != req.end() && key->is_string() && key->get_ref<const std::string&>() == from) {
+        *key = to;
       }
     }
+  }
+}
+
+void AddRequirementTo(nlohmann::json& node_affinity, const nlohmann::json& requirement) {
+  if (node_affinity.is_null()) node_affinity = nlohmann::json::object();
+  if (!node_affinity.is_object()) return;
+  nlohmann::json& required = node_affinity["required"];
+  if (required.is_null()) required = nlohmann::json::object();
+  if (!required.is_object()) return;
+  nlohmann::json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = nlohmann::json::array({nlohmann::json::object()});
+  for (nlohmann::json& term : terms) {
+    if (term.is_null()) term = nlohmann::json::object();
+    if (!term.is_object()) continue;
+    nlohmann::json& exprs = term["matchExpressions"];
+    if (exprs.is_null()) exprs = nlohmann::json::array();
+    if (exprs.is_array()) exprs.push_back(requirement);
+  }
+}
+
+}  // namespace
+
+void SpecChanges::ApplyTopologyTo(nlohmann::json& node_affinity) const {
+  for (const TopologyOp& op : topology_) {
+    if (op.requirement) {
+      AddRequirementTo(node_affinity, *op.requirement);
+      continue;
+    }
+    if (!node_affinity.is_object()) continue;
+    auto required = node_affinity.find("required");
+    if (required == node_affinity.end() || !required->is_object()) continue;
+    auto terms = required->find("nodeSelectorTerms");
+    if (terms != required->end() && terms->is_array()) RenameKeyIn(*terms, op.from, op.to);
   }
 }
 
@@ -55,11 +95,15 @@ void SpecChanges::ApplyTo(nlohmann::json& pv) const& {
 }
 
 void SpecChanges::ApplyTo(nlohmann::json& pv) && {
-  if (changes_.empty() && renames_.empty()) return;
+  if (changes_.empty() && topology_.empty()) return;
   nlohmann::json& spec = pv["spec"];
-  if (!renames_.empty()) {
+  if (!topology_.empty()) {
     auto affinity = spec.find("nodeAffinity");
-    if (affinity != spec.end()) RenameTopologyKeysIn(*affinity);
+    if (affinity != spec.end()) {
+      ApplyTopologyTo(*affinity);
+    } else if (AddsTopology()) {
+      ApplyTopologyTo(spec["nodeAffinity"]);
+    }
   }
   for (Change& change : changes_) {
     if (change.value) {

@@ -1,16 +1,19 @@
 // What translating a PV does to it, as changes to the members of its spec: the in-tree source
-// removed, spec.csi added, and where the plugin says so, spec.accessModes and spec.nodeAffinity
-// replaced, or the topology keys of spec.nodeAffinity's requirements renamed (the common case,
-// kept as a rename because copying the node affinity would cost more than the whole rest of the
-// translation). Everything else in the PV is left as it was.
+// removed, spec.csi added, and where the plugin says so, spec.accessModes replaced; and the
+// topology changes to spec.nodeAffinity's required terms, kept as operations
+// (rename a requirement key, add a requirement to every term) because copying the node affinity
+// to change it would cost more than the whole rest of the translation. Everything else in the
+// PV is left as it was.
 //
 // Keeping the changes apart from the PV is what lets a translation read its input without
-// copying it (Translator::TranslateInTreePVToCSIChanges): the caller applies them to a PV it
-// owns, or writes the PV with them applied (json_text_writer.h), and nothing else is copied.
+// copying it (Translator::TranslateInTreePVToCSIChanges): a caller that needs the CSI PV as an
+// object applies them to a PV it owns; one that only needs to know what changes (or whether the
+// PV translates) copies nothing at all.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +23,7 @@ namespace translator {
 
 class SpecChanges {
  public:
+  SpecChanges() { changes_.reserve(4); }  // a translation makes two to four
   struct Change {
     std::string key;
     std::optional<nlohmann::json> value;  // nullopt: the member is removed
@@ -29,9 +33,18 @@ class SpecChanges {
   void Set(const std::string& key, nlohmann::json value);
   // Removes spec[key], if it is there.
   void Remove(const std::string& key);
-  // In every matchExpressions entry of every required term of spec.nodeAffinity, a key `from`
-  // becomes `to`; renames apply in the order given. REQUIRES: no Set("nodeAffinity", ...).
-  void RenameTopologyKey(const std::string& from, const std::string& to);
+  // Topology operations on spec.nodeAffinity's required terms, applied in the order made.
+  // REQUIRES: no Set("nodeAffinity", ...).
+  // In every matchExpressions entry of every required term, a key `from` becomes `to`.
+  void RenameTopologyKey(std::string_view from, std::string_view to);
+  // Appends `requirement` to every term's matchExpressions, creating the node affinity, its
+  // required terms or one term where there are none.
+  void AddTopologyRequirement(nlohmann::json requirement);
+
+  struct TopologyOp {
+    std::string from, to;                       // a rename, when `requirement` is unset
+    std::optional<nlohmann::json> requirement;  // an addition
+  };
 
   // REQUIRES: pv["spec"] is an object (as it is in any PV a plugin translated), or there are
   // no changes. The second form moves the new values instead of copying them.
@@ -42,18 +55,19 @@ class SpecChanges {
   const std::vector<Change>& changes() const { return changes_; }
   // The change of `key`, or nullptr.
   const Change* Find(std::string_view key) const;
-  const std::vector<std::pair<std::string, std::string>>& topology_key_renames() const {
-    return renames_;
-  }
-  // Applies the renames to a node affinity held as JSON (one of any shape: what does not fit
-  // is left alone).
-  void RenameTopologyKeysIn(nlohmann::json& node_affinity) const;
+  const std::vector<TopologyOp>& topology_ops() const { return topology_; }
+  // Whether an operation adds a requirement (and so may create spec.nodeAffinity).
+  bool AddsTopology() const;
+  // Applies the topology operations to a node affinity held as JSON (null when the PV has
+  // none). One of another shape is left alone where it does not fit (the translation checked
+  // the shape before it made the operations).
+  void ApplyTopologyTo(nlohmann::json& node_affinity) const;
 
  private:
   Change& Slot(const std::string& key);
 
   std::vector<Change> changes_;
-  std::vector<std::pair<std::string, std::string>> renames_;
+  std::vector<TopologyOp> topology_;
 };
 
 }  // namespace translator

@@ -1,6 +1,5 @@
 #include "translator/topology.h"
 
-#include <optional>
 #include <set>
 
 #include "translator/go_strings.h"
@@ -121,59 +120,67 @@ void ReplaceKeyInAffinity(Json& node_affinity, std::string_view old_key, std::st
   }
 }
 
-Json Requirement(const std::string& key, const std::vector<std::string>& values) {
-  return Json{{"key", key}, {"operator", "In"}, {"values", values}};
+// Built member by member: nlohmann's initializer-list form costs several times as much.
+Json Requirement(const std::string& key, std::vector<std::string> values) {
+  Json list(Json::value_t::array);
+  auto& elements = list.get_ref<Json::array_t&>();
+  elements.reserve(values.size());
+  for (std::string& v : values) elements.emplace_back(std::move(v));
+  Json requirement(Json::value_t::object);
+  auto& members = requirement.get_ref<Json::object_t&>();
+  members.emplace("key", key);
+  members.emplace("operator", "In");
+  members.emplace("values", std::move(list));
+  return requirement;
 }
 
-// A PV's spec.nodeAffinity as the in-tree -> CSI translation changes it. Key renames are kept
-// as renames (SpecChanges::RenameTopologyKey) while they are all there is; the first other
-// change copies the node affinity, and from then on everything is done to the copy.
+// A PV's spec.nodeAffinity as the in-tree -> CSI translation changes it: the changes are
+// recorded as topology operations (SpecChanges), and questions are answered from the original
+// node affinity and the operations so far.
 class AffinityEdit {
  public:
-  explicit AffinityEdit(JsonView pv) : original_(PVNodeAffinity(pv)) {}
+  AffinityEdit(const SourcePV& pv, SpecChanges* changes)
+      : original_(pv.SpecField("nodeAffinity")), changes_(changes) {}
+
+  JsonView original() const { return original_; }
 
   // Whether a required requirement with `key` has a value, as the node affinity is now.
   bool HasValues(std::string_view key) const {
+    const auto& ops = changes_->topology_ops();
     bool found = false;
-    ForEachRequirement(current(), [&](JsonView req) {
-      std::string_view renamed = RequirementKey(req);
-      for (const auto& [from, to] : renames_) {
-        if (renamed == from) renamed = to;
-      }
-      found = found || (renamed == key && !req.Find("values").empty());
+    ForEachRequirement(original_, [&](JsonView req) {
+      found = found || (KeyAfter(RequirementKey(req), 0) == key && !req.Find("values").empty());
     });
+    for (size_t i = 0; i < ops.size() && !found; ++i) {
+      // An added requirement always has values.
+      if (ops[i].requirement) {
+        found = KeyAfter((*ops[i].requirement)["key"].get_ref<const std::string&>(), i + 1) == key;
+      }
+    }
     return found;
   }
   void RenameKey(std::string_view from, std::string_view to) {
-    if (copy_) {
-      ReplaceKeyInAffinity(*copy_, from, to);
-    } else {
-      renames_.emplace_back(from, to);
-    }
+    changes_->RenameTopologyKey(from, to);
   }
-  // The node affinity, copied (with the renames so far) for a change that is not a rename.
-  Json& Mutable() {
-    if (!copy_) {
-      copy_ = original_.ToJson();  // absent or null -> null
-      for (const auto& [from, to] : renames_) ReplaceKeyInAffinity(*copy_, from, to);
-      renames_.clear();
-    }
-    return *copy_;
-  }
-  JsonView current() const { return copy_ ? JsonView(*copy_) : original_; }
-  // Records the new node affinity or the renames.
-  void Record(SpecChanges* changes) {
-    if (copy_) changes->Set("nodeAffinity", std::move(*copy_));
-    for (const auto& [from, to] : renames_) changes->RenameTopologyKey(from, to);
+  void AddRequirement(Json requirement) {
+    changes_->AddTopologyRequirement(std::move(requirement));
   }
 
  private:
+  // `key` after the renames from operation `first` on.
+  std::string_view KeyAfter(std::string_view key, size_t first) const {
+    const auto& ops = changes_->topology_ops();
+    for (size_t i = first; i < ops.size(); ++i) {
+      if (!ops[i].requirement && key == ops[i].from) key = ops[i].to;
+    }
+    return key;
+  }
+
   JsonView original_;
-  std::optional<Json> copy_;
-  std::vector<std::pair<std::string, std::string>> renames_;
+  SpecChanges* changes_;
 };
 
-// Appends {key In <trimmed, de-duplicated, sorted non-empty values>} to every required term,
+// Adds {key In <trimmed, de-duplicated, sorted non-empty values>} to every required term,
 // creating a term if there is none. Does nothing when no value survives.
 void AddTopologyToEveryTerm(AffinityEdit& affinity, const std::string& key,
                             const std::vector<std::string>& values) {
@@ -183,30 +190,13 @@ void AddTopologyToEveryTerm(AffinityEdit& affinity, const std::string& key,
     if (!trimmed.empty()) filtered.insert(std::move(trimmed));
   }
   if (filtered.empty()) return;
-  RequiredTerms(affinity.current());  // validates types before we write into them
-  Json& node_affinity = affinity.Mutable();
-  if (node_affinity.is_null()) node_affinity = Json::object();
-  Json& required = EnsureObjectField(node_affinity, "required", "spec.nodeAffinity");
-  Json& terms = required["nodeSelectorTerms"];
-  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
-  Json requirement = Requirement(key, std::vector<std::string>(filtered.begin(), filtered.end()));
-  for (Json& term : terms) {
-    if (term.is_null()) term = Json::object();
-    Json& exprs = term["matchExpressions"];
-    if (exprs.is_null()) exprs = Json::array();
-    exprs.push_back(requirement);
-  }
-}
-
-bool HasLabel(JsonView pv, const char* key, std::string* value) {
-  JsonView metadata = ObjectField(pv, "metadata", "");
-  if (!metadata) return false;
-  return LookupStringInMap(metadata, "labels", key, "metadata", value);
+  RequiredTerms(affinity.original());  // the shape the operation will be applied to
+  affinity.AddRequirement(
+      Requirement(key, std::vector<std::string>(filtered.begin(), filtered.end())));
 }
 
 void SetLabelIfMissing(Json& pv, const char* key, const std::string& value) {
-  std::string existing;
-  if (HasLabel(pv, key, &existing)) return;
+  if (SourcePV(pv).Label(key, nullptr)) return;
   Json& metadata = EnsureObjectField(pv, "metadata", "");
   Json& labels = EnsureObjectField(metadata, "labels", "metadata");
   labels[key] = value;
@@ -222,13 +212,15 @@ StatusOr<std::string> SingleRegion(const std::set<std::string>& regions) {
 
 }  // namespace
 
-LabelFamily DetermineLabelFamily(JsonView pv) {
-  JsonView affinity = PVNodeAffinity(pv);
+LabelFamily DetermineLabelFamily(JsonView pv) { return DetermineLabelFamily(SourcePV(pv)); }
+
+LabelFamily DetermineLabelFamily(const SourcePV& pv) {
+  JsonView affinity = pv.SpecField("nodeAffinity");
   RequiredTerms(affinity);  // validates it for the callers too
   if (KeyExists(affinity, kLabelZoneGA)) return {kLabelZoneGA, kLabelRegionGA};
   if (KeyExists(affinity, kLabelZoneBeta)) return {kLabelZoneBeta, kLabelRegionBeta};
-  if (HasLabel(pv, kLabelZoneGA, nullptr)) return {kLabelZoneGA, kLabelRegionGA};
-  if (HasLabel(pv, kLabelZoneBeta, nullptr)) return {kLabelZoneBeta, kLabelRegionBeta};
+  if (pv.Label(kLabelZoneGA, nullptr)) return {kLabelZoneGA, kLabelRegionGA};
+  if (pv.Label(kLabelZoneBeta, nullptr)) return {kLabelZoneBeta, kLabelRegionBeta};
   return {kLabelZoneGA, kLabelRegionGA};
 }
 
@@ -284,15 +276,15 @@ StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones) 
   return SingleRegion(regions);
 }
 
-void TranslateTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+void TranslateTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
                                   SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
-  AffinityEdit affinity(pv);
+  AffinityEdit affinity(pv, changes);
   if (affinity.HasValues(family.zone_key)) {
     affinity.RenameKey(family.zone_key, csi_zone_key);
   } else {
     std::string label;
-    if (HasLabel(pv, family.zone_key, &label)) {
+    if (pv.Label(family.zone_key, &label)) {
       AddTopologyToEveryTerm(affinity, csi_zone_key, GoSplit(label, kMultiZoneDelimiter));
     }
   }
@@ -300,12 +292,11 @@ void TranslateTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
   if (std::string(family.region_key) == kLabelRegionBeta && affinity.HasValues(kLabelRegionBeta)) {
     affinity.RenameKey(kLabelRegionBeta, kLabelRegionGA);
   }
-  affinity.Record(changes);
 }
 
 void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key) {
   SpecChanges changes;
-  TranslateTopologyInTreeToCsi(JsonView(pv), csi_zone_key, &changes);
+  TranslateTopologyInTreeToCsi(SourcePV(pv), csi_zone_key, &changes);
   changes.ApplyTo(pv);
 }
 
@@ -360,10 +351,10 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
   return Status::Ok();
 }
 
-void TranslateVsphereTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
                                          const std::string& csi_region_key, SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
-  AffinityEdit affinity(pv);
+  AffinityEdit affinity(pv, changes);
   const std::pair<const char*, const std::string*> keys[] = {{family.zone_key, &csi_zone_key},
                                                              {family.region_key, &csi_region_key}};
   for (const auto& [k8s_key, csi_key] : keys) {
@@ -373,11 +364,10 @@ void TranslateVsphereTopologyInTreeToCsi(JsonView pv, const std::string& csi_zon
     }
     // Unlike §3.2 the label is not split on "__": vSphere zones are opaque names.
     std::string label;
-    if (HasLabel(pv, k8s_key, &label) && !label.empty()) {
+    if (pv.Label(k8s_key, &label) && !label.empty()) {
       AddTopologyToEveryTerm(affinity, *csi_key, {label});
     }
   }
-  affinity.Record(changes);
 }
 
 void TranslateVsphereTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,

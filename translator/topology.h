@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "translator/json_fields.h"
+#include "translator/source_pv.h"
 #include "translator/spec_changes.h"
 
 namespace flexcsi {
@@ -30,6 +31,7 @@ struct LabelFamily {
 
 // §3.1: GA or beta, from the node affinity first and the labels second; GA by default.
 LabelFamily DetermineLabelFamily(JsonView pv);
+LabelFamily DetermineLabelFamily(const SourcePV& pv);
 
 // True if any matchExpressions entry of any required term of `node_affinity` (a
 // VolumeNodeAffinity, may be null) uses `key`.
@@ -47,7 +49,7 @@ StatusOr<std::string> AwsRegionFromZones(const std::vector<std::string>& zones);
 StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones);
 
 // §3.2 (EBS, GCE PD, Cinder). The second form changes `pv` in place.
-void TranslateTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+void TranslateTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
                                   SpecChanges* changes);
 void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key);
 // §3.3. `region_parser` may be null (Cinder). Fails only when the region parser fails; the
@@ -56,7 +58,7 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                     RegionParser region_parser);
 
 // §8.3 (vSphere).
-void TranslateVsphereTopologyInTreeToCsi(JsonView pv, const std::string& csi_zone_key,
+void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
                                          const std::string& csi_region_key, SpecChanges* changes);
 void TranslateVsphereTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                          const std::string& csi_region_key);

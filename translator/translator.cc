@@ -3,6 +3,7 @@
 #include "translator/flexvolume_pv.h"
 #include "translator/in_tree_plugin.h"
 #include "translator/json_fields.h"
+#include "translator/source_pv.h"
 
 namespace flexcsi {
 namespace translator {
@@ -56,12 +57,12 @@ Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;
 Translator& Translator::operator=(Translator&&) noexcept = default;
 
+const InTreePlugin* Translator::PluginForPV(JsonView pv) const { return PluginForPV(SourcePV(pv)); }
+
 // InTreePlugin::CanSupport of each plugin in turn, in one pass over the spec's members.
-const InTreePlugin* Translator::PluginForPV(JsonView pv) const {
-  JsonView spec = FindField(pv, "spec");
-  if (!spec.is_object()) return nullptr;
+const InTreePlugin* Translator::PluginForPV(const SourcePV& pv) const {
   uint32_t set = 0;  // bit i: plugins_[i]'s source is set (the constructor checks the count)
-  spec.ForEachMemberAsWritten([&](std::string_view key, JsonView value) {
+  pv.ForEachSpecMemberAsWritten([&](std::string_view key, JsonView value) {
     for (size_t i = 0; i < source_fields_.size(); ++i) {
       if (key != source_fields_[i]) continue;
       set = value ? set | (1u << i) : set & ~(1u << i);  // of repeated keys the last one counts
@@ -114,17 +115,18 @@ StatusOr<SpecChanges> Translator::TranslateInTreePVToCSIChanges(JsonView pv) con
   if (!pv) return InvalidArgument("persistent volume was nil");
   return Guarded([&]() -> StatusOr<SpecChanges> {
     RequireObject(pv, "persistent volume");
+    const SourcePV source(pv);
     SpecChanges changes;
-    if (const InTreePlugin* plugin = PluginForPV(pv)) {
-      FLEXCSI_RETURN_IF_ERROR(plugin->TranslatePVToCsi(pv, &changes));
+    if (const InTreePlugin* plugin = PluginForPV(source)) {
+      FLEXCSI_RETURN_IF_ERROR(plugin->TranslatePVToCsi(source, &changes));
       return changes;
     }
-    if (!rules_.empty() && FlexSourceOfPV(pv)) {
-      FLEXCSI_RETURN_IF_ERROR(TranslateFlexVolumePVToCsi(rules_, pv, &changes));
+    if (!rules_.empty() && source.SpecField(kFlexVolumeField)) {
+      FLEXCSI_RETURN_IF_ERROR(TranslateFlexVolumePVToCsi(rules_, source, &changes));
       return changes;
     }
     return InvalidArgument("could not find in-tree plugin translation logic for " +
-                           GoQuote(PVName(pv)));
+                           GoQuote(source.Name()));
   });
 }
 

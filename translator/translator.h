@@ -25,6 +25,7 @@ namespace flexcsi {
 namespace translator {
 
 class InTreePlugin;
+class SourcePV;
 
 class Translator {
  public:
@@ -41,8 +42,9 @@ class Translator {
   // Afterwards `pv` is unspecified, also on error.
   StatusOr<nlohmann::json> TranslateInTreePVToCSI(nlohmann::json&& pv) const;
   // The same translation, as changes to `pv`'s spec: the CSI PV is `pv` with them applied
-  // (SpecChanges::ApplyTo, or written out by json_text_writer.h). Nothing of `pv` is copied,
-  // which makes this the fast form (`flexcsi translate` uses it).
+  // (SpecChanges::ApplyTo). Nothing of `pv` is copied, which makes this the fast form; the two
+  // calls above are this plus ApplyTo on a copy or on `pv` itself. `pv` may be a view of a
+  // simdjson document (JsonView::Of), which is faster still to read than nlohmann's tree.
   StatusOr<SpecChanges> TranslateInTreePVToCSIChanges(JsonView pv) const;
   // A pod volumes[] entry -> a new PV (no apiVersion/kind) wrapping the CSI source.
   StatusOr<nlohmann::json> TranslateInTreeInlineVolumeToCSI(const nlohmann::json& volume,
@@ -75,6 +77,7 @@ class Translator {
 
  private:
   const InTreePlugin* PluginForPV(JsonView pv) const;
+  const InTreePlugin* PluginForPV(const SourcePV& pv) const;
   const InTreePlugin* PluginForInline(const nlohmann::json& volume) const;
   const InTreePlugin* PluginForCsiDriver(const std::string& driver) const;
   const FlexVolumeRule* FlexRuleForPV(JsonView pv) const;

@@ -48,8 +48,8 @@ class VspherePlugin : public InTreePlugin {
   const char* CsiDriverName() const override { return kDriver; }
   const char* SourceField() const override { return kField; }
 
-  Status TranslatePVToCsi(JsonView pv, SpecChanges* changes) const override {
-    Json csi = CsiFromSource(PVSource(pv, kField), "spec.vsphereVolume");
+  Status TranslatePVToCsi(const SourcePV& pv, SpecChanges* changes) const override {
+    Json csi = CsiFromSource(pv.SpecObject(kField), "spec.vsphereVolume");
     TranslateVsphereTopologyInTreeToCsi(pv, kZoneKey, kRegionKey, changes);
     ReplaceSourceWithCsi(kField, std::move(csi), changes);
     return Status::Ok();

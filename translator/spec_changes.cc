@@ -5,18 +5,19 @@
 namespace flexcsi {
 namespace translator {
 
-SpecChanges::Change& SpecChanges::Slot(const std::string& key) {
+SpecChanges::Change& SpecChanges::Slot(std::string_view key) {
   auto it = std::lower_bound(changes_.begin(), changes_.end(), key,
-                             [](const Change& c, const std::string& k) { return c.key < k; });
-  if (it == changes_.end() || it->key != key) it = changes_.insert(it, Change{key, std::nullopt});
+                             [](const Change& c, std::string_view k) { return c.key < k; });
+  if (it == changes_.end() || it->key != key)
+    it = changes_.insert(it, Change{std::string(key), std::nullopt});
   return *it;
 }
 
-void SpecChanges::Set(const std::string& key, nlohmann::json value) {
+void SpecChanges::Set(std::string_view key, nlohmann::json value) {
   Slot(key).value = std::move(value);
 }
 
-void SpecChanges::Remove(const std::string& key) { Slot(key).value.reset(); }
+void SpecChanges::Remove(std::string_view key) { Slot(key).value.reset(); }
 
 void SpecChanges::RenameTopologyKey(std::string_view from, std::string_view to) {
   topology_.push_back(TopologyOp{std::string(from), std::string(to), std::nullopt});

@@ -30,9 +30,9 @@ class SpecChanges {
   };
 
   // spec[key] = value (replacing an earlier change of the same key).
-  void Set(const std::string& key, nlohmann::json value);
+  void Set(std::string_view key, nlohmann::json value);
   // Removes spec[key], if it is there.
-  void Remove(const std::string& key);
+  void Remove(std::string_view key);
   // Topology operations on spec.nodeAffinity's required terms, applied in the order made.
   // REQUIRES: no Set("nodeAffinity", ...).
   // In every matchExpressions entry of every required term, a key `from` becomes `to`.
@@ -64,7 +64,7 @@ class SpecChanges {
   void ApplyTopologyTo(nlohmann::json& node_affinity) const;
 
  private:
-  Change& Slot(const std::string& key);
+  Change& Slot(std::string_view key);
 
   std::vector<Change> changes_;
   std::vector<TopologyOp> topology_;

@@ -121,7 +121,7 @@ void ReplaceKeyInAffinity(Json& node_affinity, std::string_view old_key, std::st
 }
 
 // Built member by member: nlohmann's initializer-list form costs several times as much.
-Json Requirement(const std::string& key, std::vector<std::string> values) {
+Json Requirement(std::string_view key, std::vector<std::string> values) {
   Json list(Json::value_t::array);
   auto& elements = list.get_ref<Json::array_t&>();
   elements.reserve(values.size());
@@ -182,7 +182,7 @@ class AffinityEdit {
 
 // Adds {key In <trimmed, de-duplicated, sorted non-empty values>} to every required term,
 // creating a term if there is none. Does nothing when no value survives.
-void AddTopologyToEveryTerm(AffinityEdit& affinity, const std::string& key,
+void AddTopologyToEveryTerm(AffinityEdit& affinity, std::string_view key,
                             const std::vector<std::string>& values) {
   std::set<std::string> filtered;
   for (const std::string& v : values) {
@@ -276,7 +276,7 @@ StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones) 
   return SingleRegion(regions);
 }
 
-void TranslateTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
+void TranslateTopologyInTreeToCsi(const SourcePV& pv, std::string_view csi_zone_key,
                                   SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
   AffinityEdit affinity(pv, changes);
@@ -351,12 +351,12 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
   return Status::Ok();
 }
 
-void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
-                                         const std::string& csi_region_key, SpecChanges* changes) {
+void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, std::string_view csi_zone_key,
+                                         std::string_view csi_region_key, SpecChanges* changes) {
   LabelFamily family = DetermineLabelFamily(pv);
   AffinityEdit affinity(pv, changes);
-  const std::pair<const char*, const std::string*> keys[] = {{family.zone_key, &csi_zone_key},
-                                                             {family.region_key, &csi_region_key}};
+  const std::pair<const char*, const std::string_view*> keys[] = {
+      {family.zone_key, &csi_zone_key}, {family.region_key, &csi_region_key}};
   for (const auto& [k8s_key, csi_key] : keys) {
     if (affinity.HasValues(k8s_key)) {
       affinity.RenameKey(k8s_key, *csi_key);

@@ -49,7 +49,7 @@ StatusOr<std::string> AwsRegionFromZones(const std::vector<std::string>& zones);
 StatusOr<std::string> GceRegionFromZones(const std::vector<std::string>& zones);
 
 // §3.2 (EBS, GCE PD, Cinder). The second form changes `pv` in place.
-void TranslateTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
+void TranslateTopologyInTreeToCsi(const SourcePV& pv, std::string_view csi_zone_key,
                                   SpecChanges* changes);
 void TranslateTopologyInTreeToCsi(Json& pv, const std::string& csi_zone_key);
 // §3.3. `region_parser` may be null (Cinder). Fails only when the region parser fails; the
@@ -58,8 +58,8 @@ Status TranslateTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                     RegionParser region_parser);
 
 // §8.3 (vSphere).
-void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, const std::string& csi_zone_key,
-                                         const std::string& csi_region_key, SpecChanges* changes);
+void TranslateVsphereTopologyInTreeToCsi(const SourcePV& pv, std::string_view csi_zone_key,
+                                         std::string_view csi_region_key, SpecChanges* changes);
 void TranslateVsphereTopologyCsiToInTree(Json& pv, const std::string& csi_zone_key,
                                          const std::string& csi_region_key);
 

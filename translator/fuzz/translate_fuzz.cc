@@ -2,10 +2,16 @@
 // every Translator operation, FlexVolume rules parsing and the mapping the bridge uses, and the
 // YAML writer. The first input byte picks the operation, the rest is the document. Any
 // crash, sanitizer report or escaped exception is a bug: all of these must return a Status.
+// The PV translation also runs over simdjson's parse of the same text, which must give exactly
+// what nlohmann's gives (json_view.h); a difference aborts.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <simdjson.h>
 
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
@@ -13,6 +19,8 @@
 
 namespace {
 
+using flexcsi::translator::JsonView;
+using flexcsi::translator::SpecChanges;
 using flexcsi::translator::Translator;
 using nlohmann::json;
 
@@ -40,6 +48,29 @@ std::vector<json> ParseDocuments(const std::string& text) {
   }
   auto docs = flexcsi::ParseYamlDocuments(text);
   return docs.ok() ? *docs : std::vector<json>();
+}
+
+// "ok <the CSI PV>" or the error, for comparing the two parsers' translations.
+std::string Outcome(const json& pv, flexcsi::StatusOr<SpecChanges> changes) {
+  if (!changes.ok()) return changes.status().ToString();
+  json csi = pv;
+  std::move(*changes).ApplyTo(csi);
+  return "ok " + csi.dump();
+}
+
+// `doc` is nlohmann's parse of `text`. When simdjson takes `text` too (it refuses integers
+// beyond 64 bits, which nlohmann makes floats), the PV translation of its view must be the
+// translation of `doc`, to the byte.
+void CheckSimdjsonParity(const Translator& t, const std::string& text, const json& doc) {
+  static simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(text).get(root) != simdjson::SUCCESS) return;
+  const std::string simd = Outcome(doc, t.TranslateInTreePVToCSIChanges(JsonView::Of(root)));
+  const std::string nl = Outcome(doc, t.TranslateInTreePVToCSIChanges(doc));
+  if (simd == nl) return;
+  fprintf(stderr, "simdjson and nlohmann translate differently\nsimdjson: %s\nnlohmann: %s\n",
+          simd.c_str(), nl.c_str());
+  abort();
 }
 
 const char* const kPlugins[] = {"kubernetes.io/aws-ebs",         "kubernetes.io/gce-pd",
@@ -71,6 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (selector % 8) {
       case 0:
         (void)t.TranslateInTreePVToCSI(doc);
+        if (flexcsi::LooksLikeJson(text)) CheckSimdjsonParity(t, text, doc);
         break;
       case 1:
         (void)t.TranslateCSIPVToInTree(doc);

@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "common/yaml_json.h"
+#include "translator/json_view.h"
 
 namespace flexcsi {
 namespace translator {
@@ -15,64 +16,6 @@ namespace {
 using Json = nlohmann::json;
 
 static_assert(InputBuffer::kPadding >= simdjson::SIMDJSON_PADDING, "simdjson reads past the end");
-
-// ---- One value: simdjson DOM -> nlohmann::json ------------------------------------------------
-
-Json FromElement(simdjson::dom::element e) {
-  switch (e.type()) {
-    case simdjson::dom::element_type::OBJECT: {
-      Json object(Json::value_t::object);
-      auto& members = object.get_ref<Json::object_t&>();
-      simdjson::dom::object fields;
-      [[maybe_unused]] simdjson::error_code ignored_fields = e.get(fields);  // type known
-      for (simdjson::dom::key_value_pair field : fields) {
-        // Like nlohmann's parser, a later duplicate key replaces an earlier one.
-        members.insert_or_assign(std::string(field.key), FromElement(field.value));
-      }
-      return object;
-    }
-    case simdjson::dom::element_type::ARRAY: {
-      Json array(Json::value_t::array);
-      auto& elements = array.get_ref<Json::array_t&>();
-      simdjson::dom::array values;
-      [[maybe_unused]] simdjson::error_code ignored_values = e.get(values);  // type known
-      for (simdjson::dom::element x : values) {
-        elements.push_back(FromElement(x));
-      }
-      return array;
-    }
-    case simdjson::dom::element_type::STRING: {
-      std::string_view s;
-      [[maybe_unused]] simdjson::error_code ignored_s = e.get(s);  // type known
-      return Json(std::string(s));
-    }
-    case simdjson::dom::element_type::INT64: {
-      // nlohmann keeps every non-negative integer as unsigned.
-      int64_t i = 0;
-      [[maybe_unused]] simdjson::error_code ignored_i = e.get(i);  // type known
-      if (i >= 0) return Json(static_cast<uint64_t>(i));
-      return Json(i);
-    }
-    case simdjson::dom::element_type::UINT64: {
-      uint64_t u = 0;
-      [[maybe_unused]] simdjson::error_code ignored_u = e.get(u);  // type known
-      return Json(u);
-    }
-    case simdjson::dom::element_type::DOUBLE: {
-      double d = 0;
-      [[maybe_unused]] simdjson::error_code ignored_d = e.get(d);  // type known
-      return Json(d);
-    }
-    case simdjson::dom::element_type::BOOL: {
-      bool b = false;
-      [[maybe_unused]] simdjson::error_code ignored_b = e.get(b);  // type known
-      return Json(b);
-    }
-    case simdjson::dom::element_type::NULL_VALUE:
-      return Json(nullptr);
-  }
-  return Json();
-}
 
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser;
@@ -324,6 +267,20 @@ class Streamer {
     return value;
   }
 
+  // The element between start and end to the handler: read in place from simdjson's document
+  // when simdjson takes it, else parsed as ParseJsonValue does.
+  Status HandOverItem(uint64_t start, uint64_t end) {
+    simdjson::dom::element item;
+    if (ThreadParser()
+            .parse(in_.window() + (start - in_.begin()), static_cast<size_t>(end - start), false)
+            .get(item) == simdjson::SUCCESS) {
+      return handler_.OnItemView(JsonView::Of(item));
+    }
+    StatusOr<Json> parsed = ParseAt(start, end);
+    if (!parsed.ok()) return parsed.status();
+    return handler_.OnItem(std::move(*parsed));
+  }
+
   // A key at pos_ (after whitespace), and the colon after it.
   Status ReadKey(std::string* key) {
     SkipSpace();
@@ -373,10 +330,8 @@ class Streamer {
       if (AtEnd()) return SyntaxErrorAt(pos_);
       uint64_t end;
       FLEXCSI_RETURN_IF_ERROR(Scan(pos_, depth, &end));
-      StatusOr<Json> item = ParseAt(pos_, end);
-      if (!item.ok()) return item.status();
+      FLEXCSI_RETURN_IF_ERROR(HandOverItem(pos_, end));
       pos_ = end;
-      FLEXCSI_RETURN_IF_ERROR(handler_.OnItem(std::move(*item)));
       in_.Release(pos_);
       SkipSpace();
       if (AtEnd()) return SyntaxErrorAt(pos_);
@@ -467,7 +422,7 @@ class Streamer {
 StatusOr<nlohmann::json> ParseJsonValue(const char* text, size_t size) {
   simdjson::dom::element root;
   if (ThreadParser().parse(text, size, false).get(root) == simdjson::SUCCESS) {
-    return FromElement(root);
+    return JsonView::Of(root).ToJson();  // nlohmann's values for the same text
   }
   // What simdjson refuses but nlohmann takes (integers beyond 64 bits become floats), and
   // nlohmann's words for what neither takes.

@@ -2,8 +2,8 @@
 // top-level array, and of the "items" array of a top-level object (a List), are parsed and
 // handed over one at a time, so memory holds one element plus the read buffer.
 //
-// Values are parsed by simdjson and converted to nlohmann::json with the values nlohmann's own
-// parser gives (non-negative integers unsigned, later duplicate keys win); the rare text
+// Values are parsed by simdjson and converted to nlohmann::json (or, for streamed elements, read
+// through a view) with the values nlohmann's own parser gives (non-negative integers unsigned, later duplicate keys win); the rare text
 // simdjson refuses but nlohmann takes (integers beyond 64 bits) is parsed by nlohmann. Syntax
 // errors read as nlohmann's ("invalid JSON: parse error at line 1, column 13: ..."), and the
 // depth limit is common/yaml_json.h's kMaxNestingDepth, counted from the top of the document.
@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "translator/input_buffer.h"
+#include "translator/json_view.h"
 
 namespace flexcsi {
 namespace translator {
@@ -33,6 +34,10 @@ class JsonStreamHandler {
   virtual Status OnListBegin(nlohmann::json head) = 0;
   virtual Status OnListEnd(nlohmann::json tail) = 0;
   virtual Status OnItem(nlohmann::json item) = 0;
+  // A streamed element that simdjson parsed, as a view valid only during the call: a handler
+  // that reads views (json_view.h) needs no nlohmann tree of it. By default it is OnItem of
+  // the value nlohmann would have parsed. Elements simdjson refuses come through OnItem.
+  virtual Status OnItemView(JsonView item) { return OnItem(item.ToJson()); }
 };
 
 // Parses one JSON document (surrounding whitespace allowed, nothing after it) from `input`.

@@ -24,7 +24,7 @@ constexpr ByteClass kByteClass;
 
 // Well-formed UTF-8 as nlohmann's decoder accepts it: shortest forms, no surrogates, at most
 // U+10FFFF.
-bool IsValidUtf8(const std::string& s) {
+bool IsValidUtf8(std::string_view s) {
   const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
   const unsigned char* end = p + s.size();
   while (p < end) {
@@ -75,61 +75,79 @@ void AppendEscapedAscii(char c, std::string* out) {
   }
 }
 
-void AppendNumber(const Json& value, std::string* out) {
+void AppendNumber(JsonView value, std::string* out) {
   char buffer[32];
   std::to_chars_result r{};
   if (value.is_number_unsigned()) {
-    r = std::to_chars(buffer, buffer + sizeof(buffer), value.get<uint64_t>());
+    r = std::to_chars(buffer, buffer + sizeof(buffer), value.unsigned_value());
   } else if (value.is_number_integer()) {
-    r = std::to_chars(buffer, buffer + sizeof(buffer), value.get<int64_t>());
+    r = std::to_chars(buffer, buffer + sizeof(buffer), value.int_value());
   } else {
     // Floats are rare in Kubernetes objects; nlohmann's own shortest round-trip format.
-    out->append(value.dump());
+    out->append(Json(value.double_value()).dump());
     return;
   }
   out->append(buffer, r.ptr);
 }
 
-void Append(const Json& value, bool pretty, int indent, std::string* out) {
-  switch (value.type()) {
-    case Json::value_t::object: {
-      const auto& object = value.get_ref<const Json::object_t&>();
-      if (object.empty()) {
-        out->append("{}");
-        return;
-      }
-      out->push_back('{');
-      const int inner = indent + 2;
-      bool first = true;
-      for (const auto& [key, member] : object) {
-        if (pretty) {
-          out->append(first ? "\n" : ",\n");
-          AppendIndent(inner, out);
-        } else if (!first) {
-          out->push_back(',');
-        }
-        first = false;
-        AppendJsonString(key, out);
-        out->append(pretty ? ": " : ":");
-        Append(member, pretty, inner, out);
-      }
-      if (pretty) {
-        out->push_back('\n');
-        AppendIndent(indent, out);
-      }
-      out->push_back('}');
-      return;
+void Append(JsonView value, bool pretty, int indent, std::string* out);
+
+// Appends an object whose members `for_each_member` lists: it calls its argument with
+// (key, write) for each member in key order, where write(indent) appends the member's value.
+// An object with no members is "{}".
+template <typename ForEachMember>
+void AppendObject(bool pretty, int indent, std::string* out, ForEachMember&& for_each_member) {
+  const size_t open = out->size();
+  out->push_back('{');
+  const int inner = indent + 2;
+  bool first = true;
+  for_each_member([&](std::string_view key, auto&& write) {
+    if (pretty) {
+      out->append(first ? "\n" : ",\n");
+      AppendIndent(inner, out);
+    } else if (!first) {
+      out->push_back(',');
     }
-    case Json::value_t::array: {
-      const auto& array = value.get_ref<const Json::array_t&>();
-      if (array.empty()) {
+    first = false;
+    AppendJsonString(key, out);
+    out->append(pretty ? ": " : ":");
+    write(inner);
+  });
+  if (first) {
+    out->resize(open);
+    out->append("{}");
+    return;
+  }
+  if (pretty) {
+    out->push_back('\n');
+    AppendIndent(indent, out);
+  }
+  out->push_back('}');
+}
+
+// The members of `object`, each written as it is.
+auto MembersOf(JsonView object, bool pretty, std::string* out) {
+  return [object, pretty, out](auto&& member) {
+    object.ForEachMember([&](std::string_view key, JsonView value) {
+      member(key, [&](int inner) { Append(value, pretty, inner, out); });
+    });
+  };
+}
+
+void Append(JsonView value, bool pretty, int indent, std::string* out) {
+  switch (value.type()) {
+    case JsonView::Type::kObject:
+      AppendObject(pretty, indent, out, MembersOf(value, pretty, out));
+      return;
+    case JsonView::Type::kArray: {
+      if (value.empty()) {
         out->append("[]");
         return;
       }
       out->push_back('[');
       const int inner = indent + 2;
       bool first = true;
-      for (const Json& element : array) {
+      value.ForEachElement([&](JsonView element) {
         if (pretty) {
           out->append(first ? "\n" : ",\n");
           AppendIndent(inner, out);
@@ -138,7 +156,7 @@ void Append(const Json& value, bool pretty, int indent, std::string* out) {
         }
         first = false;
         Append(element, pretty, inner, out);
-      }
+      });
       if (pretty) {
         out->push_back('\n');
         AppendIndent(indent, out);
@@ -146,29 +164,30 @@ void Append(const Json& value, bool pretty, int indent, std::string* out) {
       out->push_back(']');
       return;
     }
-    case Json::value_t::string:
-      AppendJsonString(value.get_ref<const std::string&>(), out);
+    case JsonView::Type::kString:
+      AppendJsonString(value.string_value(), out);
       return;
-    case Json::value_t::boolean:
-      out->append(value.get<bool>() ? "true" : "false");
+    case JsonView::Type::kBoolean:
+      out->append(value.bool_value() ? "true" : "false");
       return;
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
+    case JsonView::Type::kInteger:
+    case JsonView::Type::kUnsigned:
+    case JsonView::Type::kFloat:
       AppendNumber(value, out);
       return;
-    case Json::value_t::null:
+    case JsonView::Type::kNull:
+    case JsonView::Type::kAbsent:
       out->append("null");
       return;
-    default:
-      out->append(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+    case JsonView::Type::kOther:
+      out->append(value.ToJson().dump(-1, ' ', false, Json::error_handler_t::replace));
       return;
   }
 }
 
 }  // namespace
 
-void AppendJsonString(const std::string& s, std::string* out) {
+void AppendJsonString(std::string_view s, std::string* out) {
   const char* p = s.data();
   const char* const end = p + s.size();
   bool checked_utf8 = false;
@@ -190,7 +209,7 @@ void AppendJsonString(const std::string& s, std::string* out) {
     if (!checked_utf8) {
       if (!IsValidUtf8(s)) {
         out->resize(start);
-        out->append(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace));
+        out->append(Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace));
         return;
       }
       checked_utf8 = true;
@@ -201,9 +220,39 @@ void AppendJsonString(const std::string& s, std::string* out) {
   out->push_back('"');
 }
 
-void AppendJsonText(const nlohmann::json& value, JsonStyle style, int level, std::string* out) {
-  Append(value, style == JsonStyle::kIndented, style == JsonStyle::kIndented ? 2 * level : 0,
-         out);
+void AppendJsonText(JsonView value, JsonStyle style, int level, std::string* out) {
+  const bool pretty = style == JsonStyle::kIndented;
+  Append(value, pretty, pretty ? 2 * level : 0, out);
+}
+
+void AppendTranslatedPVText(JsonView pv, const SpecChanges& changes, JsonStyle style, int level,
+                            std::string* out) {
+  const bool pretty = style == JsonStyle::kIndented;
+  if (changes.empty()) {
+    Append(pv, pretty, pretty ? 2 * level : 0, out);
+    return;
+  }
+  if (!pv.Find("spec").is_object()) {  // not from a translation; ApplyTo says what it gives
+    Json copy = pv.ToJson();
+    changes.ApplyTo(copy);
+    Append(copy, pretty, pretty ? 2 * level : 0, out);
+    return;
+  }
+  AppendObject(pretty, pretty ? 2 * level : 0, out, [&](auto&& member) {
+    pv.ForEachMember([&](std::string_view key, JsonView value) {
+      if (key != "spec") {
+        member(key, [&](int inner) { Append(value, pretty, inner, out); });
+        return;
+      }
+      member(key, [&](int inner) {
+        AppendObject(pretty, inner, out, [&](auto&& spec_member) {
+          changes.ForEachSpecMemberAfter(value, [&](std::string_view k, JsonView v) {
+            spec_member(k, [&](int deeper) { Append(v, pretty, deeper, out); });
+          });
+        });
+      });
+    });
+  });
 }
 
 }  // namespace translator

@@ -8,8 +8,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "translator/json_view.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
@@ -21,11 +25,18 @@ enum class JsonStyle {
 
 // Appends `value` to `out` as it would appear nested `level` levels deep in an indented
 // document (the opening bracket is not indented, the closing one is). `level` is ignored for
-// kCompact. No trailing newline.
-void AppendJsonText(const nlohmann::json& value, JsonStyle style, int level, std::string* out);
+// kCompact. No trailing newline. A view of a simdjson document is written exactly as nlohmann
+// would write the value it parses the same text to.
+void AppendJsonText(JsonView value, JsonStyle style, int level, std::string* out);
+
+// The same for the PV `pv` with `changes` applied to its spec (SpecChanges::ApplyTo), written
+// without making that PV: what `flexcsi translate` does with a PV read from simdjson.
+// REQUIRES: `changes` came from translating `pv` (so pv.spec is an object, or nothing changes).
+void AppendTranslatedPVText(JsonView pv, const SpecChanges& changes, JsonStyle style, int level,
+                            std::string* out);
 
 // Appends `s` as a JSON string literal (quotes included).
-void AppendJsonString(const std::string& s, std::string* out);
+void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace translator
 }  // namespace flexcsi

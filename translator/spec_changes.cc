@@ -90,13 +90,53 @@ const SpecChanges::Change* SpecChanges::Find(std::string_view key) const {
   return it == changes_.end() || it->key != key ? nullptr : &*it;
 }
 
+void SpecChanges::ForEachSpecMemberAfterImpl(JsonView spec,
+                                             void (*call)(void*, std::string_view, JsonView),
+                                             void* fn) const {
+  using Members = std::vector<std::pair<std::string_view, JsonView>>;
+  Members members;  // in key order, as ForEachMember gives them
+  members.reserve(spec.size() + changes_.size() + 1);
+  spec.ForEachMember([&](std::string_view key, JsonView value) { members.emplace_back(key, value); });
+  auto slot = [&](std::string_view key) {
+    return std::lower_bound(members.begin(), members.end(), key,
+                            [](const Members::value_type& m, std::string_view k) { return m.first < k; });
+  };
+  auto put = [&](std::string_view key, JsonView value) {
+    auto it = slot(key);
+    if (it != members.end() && it->first == key) {
+      it->second = value;
+    } else {
+      members.emplace(it, key, value);
+    }
+  };
+  // The order of ApplyTo: the node affinity first (no change sets it), then the changes.
+  nlohmann::json affinity;
+  if (!topology_.empty()) {
+    JsonView current = spec.Find("nodeAffinity");
+    if (current.present() || AddsTopology()) {
+      if (current.present()) affinity = current.ToJson();
+      ApplyTopologyTo(affinity);
+      put("nodeAffinity", affinity);
+    }
+  }
+  for (const Change& change : changes_) {
+    if (change.value) {
+      put(change.key, *change.value);
+      continue;
+    }
+    auto it = slot(change.key);
+    if (it != members.end() && it->first == change.key) members.erase(it);
+  }
+  for (const auto& [key, value] : members) call(fn, key, value);
+}
+
 void SpecChanges::ApplyTo(nlohmann::json& pv) const& {
   SpecChanges copy = *this;
   std::move(copy).ApplyTo(pv);
 }
 
 void SpecChanges::ApplyTo(nlohmann::json& pv) && {
-  if (changes_.empty() && topology_.empty()) return;
+  if (empty()) return;
   nlohmann::json& spec = pv["spec"];
   if (!topology_.empty()) {
     auto affinity = spec.find("nodeAffinity");

@@ -14,9 +14,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "translator/json_view.h"
 
 namespace flexcsi {
 namespace translator {
@@ -51,6 +54,8 @@ class SpecChanges {
   void ApplyTo(nlohmann::json& pv) const&;
   void ApplyTo(nlohmann::json& pv) &&;
 
+  // Nothing changes.
+  bool empty() const { return changes_.empty() && topology_.empty(); }
   // In key order.
   const std::vector<Change>& changes() const { return changes_; }
   // The change of `key`, or nullptr.
@@ -63,8 +68,22 @@ class SpecChanges {
   // the shape before it made the operations).
   void ApplyTopologyTo(nlohmann::json& node_affinity) const;
 
+  // Calls fn(std::string_view key, JsonView value) for each member of `spec` as ApplyTo leaves
+  // it, in key order, without changing or copying `spec` (only a node affinity that topology
+  // operations change is made anew). Values the changes made live only during the call.
+  // REQUIRES: `spec` is an object.
+  template <typename Fn>
+  void ForEachSpecMemberAfter(JsonView spec, Fn&& fn) const {
+    using F = std::remove_reference_t<Fn>;
+    ForEachSpecMemberAfterImpl(
+        spec, [](void* f, std::string_view k, JsonView v) { (*static_cast<F*>(f))(k, v); },
+        const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
  private:
   Change& Slot(std::string_view key);
+  void ForEachSpecMemberAfterImpl(JsonView spec, void (*call)(void*, std::string_view, JsonView),
+                                  void* fn) const;
 
   std::vector<Change> changes_;
   std::vector<TopologyOp> topology_;

@@ -15,6 +15,7 @@
 #include "common/yaml_json.h"
 #include "translator/input_buffer.h"
 #include "translator/json_stream.h"
+#include "translator/spec_changes.h"
 #include "translator/translate_output.h"
 #include "translator/yaml_stream.h"
 #include "translator/translator.h"
@@ -144,21 +145,15 @@ bool IsList(const Json& doc) {
   return IsListKind(*kind) && (items->is_array() || items->is_null());
 }
 
-std::string KindOf(const Json& obj) {
-  if (!obj.is_object()) return std::string();
-  auto kind = obj.find("kind");
-  return kind != obj.end() && kind->is_string() ? kind->get<std::string>() : std::string();
+std::string KindOf(JsonView obj) {
+  JsonView kind = obj.Find("kind");
+  return kind.is_string() ? std::string(kind.string_value()) : std::string();
 }
 
-std::string NameOf(const Json& obj) {
-  if (!obj.is_object()) return std::string();
-  auto metadata = obj.find("metadata");
-  if (metadata != obj.end() && metadata->is_object()) {
-    auto name = metadata->find("name");
-    if (name != metadata->end() && name->is_string()) return name->get<std::string>();
-  }
-  auto name = obj.find("name");  // pod volumes
-  return name != obj.end() && name->is_string() ? name->get<std::string>() : std::string();
+std::string NameOf(JsonView obj) {
+  JsonView name = obj.Find("metadata").Find("name");
+  if (!name.is_string()) name = obj.Find("name");  // pod volumes
+  return name.is_string() ? std::string(name.string_value()) : std::string();
 }
 
 // What happened to one input object.
@@ -212,7 +207,7 @@ class Command {
     return out;
   }
 
-  static Status WrongKind(const Json& obj, const char* want) {
+  static Status WrongKind(JsonView obj, const char* want) {
     if (!obj.is_object()) {
       return InvalidArgument(std::string("expected a ") + want + " object, got " +
                              JsonTypeName(obj));
@@ -221,35 +216,52 @@ class Command {
                            GoQuote(KindOf(obj)));
   }
 
-  static bool HasKind(const Json& obj, const char* kind) {
+  static bool HasKind(JsonView obj, const char* kind) {
     if (!obj.is_object()) return false;
-    auto k = obj.find("kind");
-    if (k == obj.end() || !k->is_string()) return true;
-    const std::string& name = k->get_ref<const std::string&>();
-    return name.empty() || name == kind;
+    JsonView k = obj.Find("kind");
+    if (!k.is_string()) return true;
+    return k.string_value().empty() || k.string_value() == kind;
   }
 
   StatusOr<std::vector<Json>> PVToCsi(Json&& obj, bool batch) {
+    StatusOr<std::optional<SpecChanges>> changes = PVToCsiChanges(obj, batch);
+    if (!changes.ok()) return changes.status();
+    if (!changes->has_value()) return Unchanged(std::move(obj));
+    std::move(**changes).ApplyTo(obj);
+    return Translated(std::move(obj));
+  }
+
+ public:
+  // The to-csi pv translation of one object read through a view: what changes in it, or
+  // nullopt when it stays as it is (a batch object that needs no translation).
+  StatusOr<std::optional<SpecChanges>> PVToCsiChanges(JsonView obj, bool batch) {
+    last_plugin_.clear();
     if (!HasKind(obj, "PersistentVolume")) {
-      if (batch) return Unchanged(std::move(obj));
+      if (batch) return Unchanged();
       return WrongKind(obj, "PersistentVolume");
     }
-    StatusOr<std::string> plugin = translator_.GetInTreePluginNameFromSpec(&obj, nullptr);
+    StatusOr<std::string> plugin = translator_.GetInTreePluginNameFromPV(obj);
     if (plugin.ok()) last_plugin_ = *plugin;
-    bool is_flex = false;
-    if (const Json* spec = FindField(obj, "spec")) is_flex = FindField(*spec, "flexVolume");
+    const bool is_flex = bool(FindField(FindField(obj, "spec"), "flexVolume"));
     if (is_flex && !plugin.ok()) last_plugin_ = "flexVolume";
     // In a dump, volumes no plugin handles (hostPath, nfs, csi, ...) need nothing; a
     // flexVolume without a rule is a volume the user wants migrated and cannot be.
-    if (batch && !plugin.ok() && !is_flex) return Unchanged(std::move(obj));
-    StatusOr<Json> pv = translator_.TranslateInTreePVToCSI(std::move(obj));
-    if (!pv.ok()) {
+    if (batch && !plugin.ok() && !is_flex) return Unchanged();
+    StatusOr<SpecChanges> changes = translator_.TranslateInTreePVToCSIChanges(obj);
+    if (!changes.ok()) {
       if (is_flex && translator_.flexvolume_rules().empty()) {
-        return InvalidArgument(pv.status().message() + " (flexVolume needs --rules)");
+        return InvalidArgument(changes.status().message() + " (flexVolume needs --rules)");
       }
-      return pv.status();
+      return changes.status();
     }
-    return Translated(std::move(*pv));
+    last_outcome_ = Outcome::kTranslated;
+    return std::optional<SpecChanges>(std::move(*changes));
+  }
+
+ private:
+  std::optional<SpecChanges> Unchanged() {
+    last_outcome_ = Outcome::kUnchanged;
+    return std::nullopt;
   }
 
   StatusOr<std::vector<Json>> PVToInTree(Json&& obj, bool batch) {
@@ -457,6 +469,22 @@ class Session : public JsonStreamHandler {
     ReleaseIfLarge();
     return Status::Ok();
   }
+  // The fast path of the common case, a dump's PVs to CSI as JSON: the item is read where
+  // simdjson parsed it and written with its changes, never made an nlohmann tree.
+  Status OnItemView(JsonView item) override {
+    if (opts_.verb != Verb::kPVToCsi || output_format_ == OutputFormat::kYaml) {
+      return OnItem(item.ToJson());
+    }
+    const size_t index = ++item_index_;
+    StatusOr<std::optional<SpecChanges>> changes = command_.PVToCsiChanges(item, true);
+    if (Count(index, item, changes.status())) {
+      static const SpecChanges kUnchanged;
+      output_.AddTranslatedPVItem(item, changes->has_value() ? **changes : kUnchanged);
+    }
+    ShowProgress(index);
+    ReleaseIfLarge();
+    return Status::Ok();
+  }
   Status OnListEnd(Json tail) override {
     EndItems();
     // The keys after the items were not known when the list began: they must neither come
@@ -544,21 +572,7 @@ class Session : public JsonStreamHandler {
     // The error line names the object; translation consumes it, so take the names first.
     std::string kind = KindOf(item), name = NameOf(item);
     StatusOr<std::vector<Json>> result = command_.TranslateObject(std::move(item), true);
-    const std::string plugin = command_.last_plugin();
-    if (!result.ok()) {
-      ++summary_.failed;
-      ++summary_.by_plugin[plugin][Outcome::kFailed];
-      output_.ItemError("error: " + (kind.empty() ? std::string("object") : kind) + " " +
-                        GoQuote(name) + " (item " + std::to_string(index) +
-                        "): " + result.status().message() + "\n");
-    } else {
-      Outcome outcome = command_.last_outcome();
-      if (outcome == Outcome::kTranslated) {
-        ++summary_.translated;
-      } else {
-        ++summary_.unchanged;
-      }
-      ++summary_.by_plugin[plugin][outcome];
+    if (Count(index, kind, name, result.status())) {
       for (Json& j : *result) {
         if (in_list) {
           output_.AddItem(std::move(j));
@@ -569,6 +583,29 @@ class Session : public JsonStreamHandler {
       }
     }
     ShowProgress(index);
+  }
+
+  // Counts what became of item number `index` (the command's last object) in the summary and
+  // reports it if it failed. Returns whether it has output.
+  bool Count(size_t index, JsonView item, const Status& status) {
+    if (status.ok()) return Count(index, std::string(), std::string(), status);
+    return Count(index, KindOf(item), NameOf(item), status);
+  }
+  bool Count(size_t index, const std::string& kind, const std::string& name,
+             const Status& status) {
+    const std::string plugin = command_.last_plugin();
+    if (!status.ok()) {
+      ++summary_.failed;
+      ++summary_.by_plugin[plugin][Outcome::kFailed];
+      output_.ItemError("error: " + (kind.empty() ? std::string("object") : kind) + " " +
+                        GoQuote(name) + " (item " + std::to_string(index) +
+                        "): " + status.message() + "\n");
+      return false;
+    }
+    const Outcome outcome = command_.last_outcome();
+    ++(outcome == Outcome::kTranslated ? summary_.translated : summary_.unchanged);
+    ++summary_.by_plugin[plugin][outcome];
+    return true;
   }
 
   // A terminal sees how far a long list has come: every 500 items from 1000 on (of a known

@@ -179,16 +179,35 @@ void TranslateOutput::AddItem(Json item) {
       std::string text = JsonToYaml(wrapper);
       buf_.append(text, open_items_ == 0 ? 0 : text.find('\n') + 1, std::string::npos);
     }
+    ++open_items_;
+    Drain(false);
+    return;
+  }
+  AddJsonItem([&](JsonStyle style, int level) { AppendJsonText(item, style, level, &buf_); });
+}
+
+void TranslateOutput::AddTranslatedPVItem(JsonView pv, const SpecChanges& changes) {
+  if (format_ == OutputFormat::kYaml) {
+    Json item = pv.ToJson();
+    changes.ApplyTo(item);
+    AddItem(std::move(item));
+    return;
+  }
+  AddJsonItem([&](JsonStyle style, int level) {
+    AppendTranslatedPVText(pv, changes, style, level, &buf_);
+  });
+}
+
+template <typename Write>
+void TranslateOutput::AddJsonItem(Write&& write) {
+  const int level = level_ + (open_ == Open::kList ? 2 : 1);
+  if (format_ == OutputFormat::kJson) {
+    buf_ += open_items_ == 0 ? "\n" : ",\n";
+    Indent(level);
+    write(JsonStyle::kIndented, level);
   } else {
-    const int level = level_ + (open_ == Open::kList ? 2 : 1);
-    if (format_ == OutputFormat::kJson) {
-      buf_ += open_items_ == 0 ? "\n" : ",\n";
-      Indent(level);
-      AppendJsonText(item, JsonStyle::kIndented, level, &buf_);
-    } else {
-      if (open_items_ != 0) buf_ += ",";
-      AppendJsonText(item, JsonStyle::kCompact, 0, &buf_);
-    }
+    if (open_items_ != 0) buf_ += ",";
+    write(JsonStyle::kCompact, 0);
   }
   ++open_items_;
   Drain(false);

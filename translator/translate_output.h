@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "translator/json_view.h"
+#include "translator/spec_changes.h"
 
 namespace flexcsi {
 namespace translator {
@@ -42,6 +44,9 @@ class TranslateOutput {
   Status BeginArray();
   Status EndArray();
   void AddItem(nlohmann::json item);
+  // An item that is `pv` with `changes` applied to its spec (SpecChanges::ApplyTo), written
+  // from the view without making that object where the format allows.
+  void AddTranslatedPVItem(JsonView pv, const SpecChanges& changes);
 
   // An error line about one item, for stderr.
   void ItemError(const std::string& line);
@@ -67,6 +72,9 @@ class TranslateOutput {
   void AppendLevel0(const nlohmann::json& value);  // a whole output at its level
   void Indent(int level);
   void Drain(bool all);
+  // Places a JSON item in the open list or array; write(style, level) appends its text.
+  template <typename Write>
+  void AddJsonItem(Write&& write);
 
   std::ostream& out_;
   std::ostream& err_;

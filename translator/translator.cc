@@ -216,12 +216,7 @@ bool Translator::IsMigratedCSIDriverByName(const std::string& name) const {
 StatusOr<std::string> Translator::GetInTreePluginNameFromSpec(const Json* pv,
                                                               const Json* volume) const {
   return Guarded([&]() -> StatusOr<std::string> {
-    if (pv != nullptr && !pv->is_null()) {
-      if (const InTreePlugin* p = PluginForPV(*pv)) return std::string(p->InTreePluginName());
-      if (const FlexVolumeRule* r = FlexRuleForPV(*pv)) return FlexPluginName(r->flex_driver);
-      return InvalidArgument("could not find in-tree plugin name from persistent volume " +
-                             GoQuote(PVName(*pv)));
-    }
+    if (pv != nullptr && !pv->is_null()) return GetInTreePluginNameFromPV(*pv);
     if (volume != nullptr && !volume->is_null()) {
       if (const InTreePlugin* p = PluginForInline(*volume)) {
         return std::string(p->InTreePluginName());
@@ -235,6 +230,15 @@ StatusOr<std::string> Translator::GetInTreePluginNameFromSpec(const Json* pv,
                              GoQuote(StringField(*volume, "name", "volume")));
     }
     return InvalidArgument("both persistent volume and volume are nil");
+  });
+}
+
+StatusOr<std::string> Translator::GetInTreePluginNameFromPV(JsonView pv) const {
+  return Guarded([&]() -> StatusOr<std::string> {
+    if (const InTreePlugin* p = PluginForPV(pv)) return std::string(p->InTreePluginName());
+    if (const FlexVolumeRule* r = FlexRuleForPV(pv)) return FlexPluginName(r->flex_driver);
+    return InvalidArgument("could not find in-tree plugin name from persistent volume " +
+                           GoQuote(PVName(pv)));
   });
 }
 

@@ -62,6 +62,8 @@ class Translator {
   // "flexvolume-<vendor>~<name>", the name kubelet gives their plugin.
   StatusOr<std::string> GetInTreePluginNameFromSpec(const nlohmann::json* pv,
                                                     const nlohmann::json* volume) const;
+  // The PV half of the call above, for a PV read through a view. REQUIRES: pv is not null.
+  StatusOr<std::string> GetInTreePluginNameFromPV(JsonView pv) const;
   StatusOr<std::string> GetCSINameFromInTreeName(const std::string& in_tree_plugin_name) const;
   StatusOr<std::string> GetInTreeNameFromCSIName(const std::string& csi_driver_name) const;
   bool IsPVMigratable(const nlohmann::json& pv) const;

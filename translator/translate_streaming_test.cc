@@ -255,6 +255,39 @@ TEST(TranslateStreamingTest, TopLevelArrayAndEmptyList) {
   }
 }
 
+TEST(TranslateStreamingTest, ItemsSimdjsonRefusesMixWithTheOthers) {
+  // Items simdjson takes are translated from its document; one with an integer beyond 64 bits
+  // (nlohmann makes it a float) is parsed by nlohmann. Repeated and unsorted keys, objects
+  // that stay as they are and an item that fails sit between them. Output, error lines and
+  // summary are the old algorithm's, in every output format.
+  std::string text = R"({"items":[)" + bench::GeneratePV(3, 1).dump() + "," +
+                     R"({"spec":{"cinder":{"volumeID":"a"},"cinder":{"volumeID":"b"},
+                         "capacity":{"storage":123456789012345678901234567890}},
+                        "kind":"PersistentVolume","metadata":{"name":"big"}},)" +
+                     R"({"metadata":{"name":"z","name":"dup"},"spec":{"rbd":{"image":"i",
+                         "monitors":["m"]},"accessModes":["ReadWriteOnce","ReadOnlyMany"]}},)" +
+                     R"({"kind":"Secret","data":{"k":"dg=="}},)" +
+                     R"({"kind":"PersistentVolume","metadata":{"name":"bad"},
+                         "spec":{"gcePersistentDisk":{"pdName":5}}},)" +
+                     R"({"spec":{"awsElasticBlockStore":{"volumeID":"x","partition":-0},
+                         "nodeAffinity":{}},"metadata":{"labels":{
+                         "topology.kubernetes.io/zone":"us-east-1a"}}},)" +
+                     bench::GeneratePV(3, 2).dump() + R"(],"kind":"List","apiVersion":"v1"})";
+  const Json list = Json::parse(text);
+  for (size_t chunk : {size_t{1} << 20, size_t{13}}) {
+    Result r = RunCommand(ToCsi(), text, chunk);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, Oracle({list}, false)) << "reads of " << chunk;
+    EXPECT_EQ(r.err.substr(0, r.err.find("summary")),
+              "error: PersistentVolume \"bad\" (item 5): invalid field spec.gcePersistentDisk"
+              ".pdName: expected string, got number\n");
+    EXPECT_NE(r.err.find("summary: 5 translated, 1 unchanged, 1 failed\n"), std::string::npos);
+  }
+  EXPECT_EQ(RunCommand(ToCsi({"--compact"}), text).out,
+            Json::parse(Oracle({list}, false)).dump() + "\n");
+  EXPECT_EQ(RunCommand(ToCsi({"-o", "yaml"}), text).out, Oracle({list}, true));
+}
+
 }  // namespace
 }  // namespace translator
 }  // namespace flexcsi

@@ -37,6 +37,7 @@ class JsonStreamHandler {
   // A streamed element that simdjson parsed, as a view valid only during the call: a handler
   // that reads views (json_view.h) needs no nlohmann tree of it. By default it is OnItem of
   // the value nlohmann would have parsed. Elements simdjson refuses come through OnItem.
+  // REQUIRES: the handler calls no ParseJsonValue meanwhile (it reuses the parser's document).
   virtual Status OnItemView(JsonView item) { return OnItem(item.ToJson()); }
 };
 

@@ -189,9 +189,36 @@ class Command {
     }
   }
 
-  // The plugin the last TranslateObject was about ("-" for none) and what became of it.
+  // The plugin the last TranslateObject or PVToCsiChanges was about ("-" for none) and what
+  // became of it.
   std::string last_plugin() const { return last_plugin_.empty() ? "-" : last_plugin_; }
   Outcome last_outcome() const { return last_outcome_; }
+
+  // The to-csi pv translation of one object read through a view: what changes in it, or
+  // nullopt when it stays as it is (a batch object that needs no translation).
+  StatusOr<std::optional<SpecChanges>> PVToCsiChanges(JsonView obj, bool batch) {
+    last_plugin_.clear();
+    if (!HasKind(obj, "PersistentVolume")) {
+      if (batch) return Unchanged();
+      return WrongKind(obj, "PersistentVolume");
+    }
+    StatusOr<std::string> plugin = translator_.GetInTreePluginNameFromPV(obj);
+    if (plugin.ok()) last_plugin_ = *plugin;
+    const bool is_flex = bool(FindField(FindField(obj, "spec"), "flexVolume"));
+    if (is_flex && !plugin.ok()) last_plugin_ = "flexVolume";
+    // In a dump, volumes no plugin handles (hostPath, nfs, csi, ...) need nothing; a
+    // flexVolume without a rule is a volume the user wants migrated and cannot be.
+    if (batch && !plugin.ok() && !is_flex) return Unchanged();
+    StatusOr<SpecChanges> changes = translator_.TranslateInTreePVToCSIChanges(obj);
+    if (!changes.ok()) {
+      if (is_flex && translator_.flexvolume_rules().empty()) {
+        return InvalidArgument(changes.status().message() + " (flexVolume needs --rules)");
+      }
+      return changes.status();
+    }
+    last_outcome_ = Outcome::kTranslated;
+    return std::optional<SpecChanges>(std::move(*changes));
+  }
 
  private:
   std::vector<Json> Unchanged(Json&& obj) {
@@ -199,6 +226,11 @@ class Command {
     std::vector<Json> out;
     out.push_back(std::move(obj));
     return out;
+  }
+  // PVToCsiChanges' form: nothing changes.
+  std::optional<SpecChanges> Unchanged() {
+    last_outcome_ = Outcome::kUnchanged;
+    return std::nullopt;
   }
   std::vector<Json> Translated(Json obj) {
     last_outcome_ = Outcome::kTranslated;
@@ -229,39 +261,6 @@ class Command {
     if (!changes->has_value()) return Unchanged(std::move(obj));
     std::move(**changes).ApplyTo(obj);
     return Translated(std::move(obj));
-  }
-
- public:
-  // The to-csi pv translation of one object read through a view: what changes in it, or
-  // nullopt when it stays as it is (a batch object that needs no translation).
-  StatusOr<std::optional<SpecChanges>> PVToCsiChanges(JsonView obj, bool batch) {
-    last_plugin_.clear();
-    if (!HasKind(obj, "PersistentVolume")) {
-      if (batch) return Unchanged();
-      return WrongKind(obj, "PersistentVolume");
-    }
-    StatusOr<std::string> plugin = translator_.GetInTreePluginNameFromPV(obj);
-    if (plugin.ok()) last_plugin_ = *plugin;
-    const bool is_flex = bool(FindField(FindField(obj, "spec"), "flexVolume"));
-    if (is_flex && !plugin.ok()) last_plugin_ = "flexVolume";
-    // In a dump, volumes no plugin handles (hostPath, nfs, csi, ...) need nothing; a
-    // flexVolume without a rule is a volume the user wants migrated and cannot be.
-    if (batch && !plugin.ok() && !is_flex) return Unchanged();
-    StatusOr<SpecChanges> changes = translator_.TranslateInTreePVToCSIChanges(obj);
-    if (!changes.ok()) {
-      if (is_flex && translator_.flexvolume_rules().empty()) {
-        return InvalidArgument(changes.status().message() + " (flexVolume needs --rules)");
-      }
-      return changes.status();
-    }
-    last_outcome_ = Outcome::kTranslated;
-    return std::optional<SpecChanges>(std::move(*changes));
-  }
-
- private:
-  std::optional<SpecChanges> Unchanged() {
-    last_outcome_ = Outcome::kUnchanged;
-    return std::nullopt;
   }
 
   StatusOr<std::vector<Json>> PVToInTree(Json&& obj, bool batch) {

@@ -248,7 +248,25 @@ void JsonView::ForEachMemberImpl(void (*call)(void*, std::string_view, JsonView)
   if (backend_ == Backend::kNone) return;
   const element e = ElementOf(element_);
   if (!e.is_object()) return;
-  WithSortedMembers(simdjson::dom::object(e), [&](const Member* members, size_t n) {
+  const simdjson::dom::object object(e);
+  // Objects written by kubectl or by nlohmann have their keys in order already: a look at the
+  // keys alone saves collecting the members.
+  std::string_view previous;
+  bool first = true, in_order = true;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string_view key(it.key_c_str(), it.key_length());
+    if (!first && !(previous < key)) {
+      in_order = false;
+      break;
+    }
+    previous = key;
+    first = false;
+  }
+  if (in_order) {
+    for (simdjson::dom::key_value_pair kv : object) call(fn, kv.key, Of(kv.value));
+    return;
+  }
+  WithSortedMembers(object, [&](const Member* members, size_t n) {
     for (size_t i = 0; i < n; ++i) call(fn, members[i].key, Of(members[i].value));
   });
 }

@@ -95,7 +95,7 @@ void SpecChanges::ForEachSpecMemberAfterImpl(JsonView spec,
                                              void* fn) const {
   using Members = std::vector<std::pair<std::string_view, JsonView>>;
   Members members;  // in key order, as ForEachMember gives them
-  members.reserve(spec.size() + changes_.size() + 1);
+  members.reserve(16 + changes_.size());  // a spec has a dozen members or fewer
   spec.ForEachMember([&](std::string_view key, JsonView value) { members.emplace_back(key, value); });
   auto slot = [&](std::string_view key) {
     return std::lower_bound(members.begin(), members.end(), key,

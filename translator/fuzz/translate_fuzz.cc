@@ -57,7 +57,9 @@ std::string Outcome(const json& pv, const flexcsi::StatusOr<SpecChanges>& change
   if (!changes.ok()) return changes.status().ToString();
   json csi = pv;
   changes->ApplyTo(csi);
-  return "ok " + csi.dump();
+  // A translation may cut a string inside a UTF-8 sequence, as Go's does; both writers then
+  // put U+FFFD where the bad bytes were, as Go's encoder does.
+  return "ok " + csi.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // `doc` is nlohmann's parse of `text`. When simdjson takes `text` too (it refuses integers

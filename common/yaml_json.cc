@@ -12,6 +12,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include "common/yaml_writer.h"
+
 namespace flexcsi {
 namespace {
 
@@ -265,62 +267,6 @@ class JsonEventBuilder : public YAML::EventHandler {
   std::map<YAML::anchor_t, Anchored> anchors_;
 };
 
-bool NeedsQuotes(const std::string& s) {
-  if (s.empty()) return true;
-  Json resolved = ResolvePlainScalar(s);
-  if (!resolved.is_string()) return true;
-  // YAML 1.1 readers (goyaml v2, used by kubectl) also take these as booleans.
-  static const char* const kYaml11Words[] = {"y",  "Y",  "yes", "Yes", "YES", "n",   "N",   "no",
-                                             "No", "NO", "on",  "On",  "ON",  "off", "Off", "OFF"};
-  for (const char* w : kYaml11Words) {
-    if (s == w) return true;
-  }
-  return false;
-}
-
-void Emit(YAML::Emitter& out, const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::object:
-      if (value.empty()) {
-        out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
-        return;
-      }
-      out << YAML::BeginMap;
-      for (auto it = value.begin(); it != value.end(); ++it) {
-        out << YAML::Key;
-        if (NeedsQuotes(it.key())) out << YAML::DoubleQuoted;
-        out << it.key() << YAML::Value;
-        Emit(out, *it);
-      }
-      out << YAML::EndMap;
-      return;
-    case Json::value_t::array:
-      if (value.empty()) {
-        out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
-        return;
-      }
-      out << YAML::BeginSeq;
-      for (const Json& item : value) Emit(out, item);
-      out << YAML::EndSeq;
-      return;
-    case Json::value_t::string: {
-      const std::string& s = value.get_ref<const std::string&>();
-      if (NeedsQuotes(s)) out << YAML::DoubleQuoted;
-      out << s;
-      return;
-    }
-    case Json::value_t::null:
-      out << YAML::Null;
-      return;
-    case Json::value_t::boolean:
-      out << (value.get<bool>() ? "true" : "false");
-      return;
-    default:
-      out << value.dump();
-      return;
-  }
-}
-
 // The nesting depth of JSON text, counted without parsing; nlohmann's recursive serializer
 // must never see a value deeper than kMaxNestingDepth.
 bool JsonTooDeep(const std::string& text) {
@@ -412,10 +358,22 @@ StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node) {
   return out;
 }
 
+bool YamlStringNeedsQuotes(const std::string& s) {
+  if (s.empty()) return true;
+  Json resolved = ResolvePlainScalar(s);
+  if (!resolved.is_string()) return true;
+  // YAML 1.1 readers (goyaml v2, used by kubectl) also take these as booleans.
+  static const char* const kYaml11Words[] = {"y",  "Y",  "yes", "Yes", "YES", "n",   "N",   "no",
+                                             "No", "NO", "on",  "On",  "ON",  "off", "Off", "OFF"};
+  for (const char* w : kYaml11Words) {
+    if (s == w) return true;
+  }
+  return false;
+}
+
 std::string JsonToYaml(const nlohmann::json& value) {
-  YAML::Emitter out;
-  Emit(out, value);
-  std::string text = out.c_str();
+  std::string text;
+  AppendJsonAsYaml(value, &YamlStringNeedsQuotes, &text);
   if (text.empty() || text.back() != '\n') text.push_back('\n');
   return text;
 }

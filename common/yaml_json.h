@@ -37,6 +37,10 @@ StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node);
 // One YAML document (no leading "---"), ending with a newline.
 std::string JsonToYaml(const nlohmann::json& value);
 
+// True for the strings JsonToYaml double-quotes whatever their characters: those that would read
+// back as null, a boolean or a number (YAML 1.2 core schema), or as a YAML 1.1 boolean.
+bool YamlStringNeedsQuotes(const std::string& s);
+
 // True when `text` looks like JSON: its first non-blank character is '{' or '['.
 bool LooksLikeJson(const std::string& text);
 

@@ -1,6 +1,6 @@
 // libFuzzer target for the translator's untrusted-input entry points: JSON and YAML parsing,
 // every Translator operation, FlexVolume rules parsing and the mapping the bridge uses, and the
-// YAML writer. The first input byte picks the operation, the rest is the document. Any
+// YAML writer (which must write what yaml-cpp's emitter wrote: common/yaml_emitter_oracle.h). The first input byte picks the operation, the rest is the document. Any
 // crash, sanitizer report or escaped exception is a bug: all of these must return a Status.
 // The PV translation also runs over simdjson's parse of the same text, which must give exactly
 // what nlohmann's gives (json_view.h), also as the text written from the view; a difference
@@ -17,6 +17,7 @@
 #include "translator/flexvolume_rules.h"
 #include "translator/json_text_writer.h"
 #include "translator/translator.h"
+#include "common/yaml_emitter_oracle.h"
 #include "common/yaml_json.h"
 
 namespace {
@@ -109,7 +110,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   for (json& doc : ParseDocuments(text)) {
-    (void)flexcsi::JsonToYaml(doc);
+    if (flexcsi::JsonToYaml(doc) != flexcsi::yaml_oracle::OracleYaml(doc)) {
+      fprintf(stderr, "JsonToYaml differs from yaml-cpp's emitter for %s\n", doc.dump().c_str());
+      abort();
+    }
     switch (selector % 8) {
       case 0:
         (void)t.TranslateInTreePVToCSI(doc);

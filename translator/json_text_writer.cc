@@ -92,37 +92,51 @@ void AppendNumber(JsonView value, std::string* out) {
 
 void Append(JsonView value, bool pretty, int indent, std::string* out);
 
+// The separators and indentation between the elements of an object or array being written,
+// after its opening bracket. One with no elements gets nothing between its brackets ("{}").
+class Elements {
+ public:
+  Elements(bool pretty, int indent, std::string* out)
+      : pretty_(pretty), indent_(indent), out_(out) {}
+  int inner() const { return indent_ + 2; }
+  // Before each element.
+  void Next() {
+    if (pretty_) {
+      out_->append(first_ ? "\n" : ",\n");
+      AppendIndent(inner(), out_);
+    } else if (!first_) {
+      out_->push_back(',');
+    }
+    first_ = false;
+  }
+  void Close(char bracket) {
+    if (pretty_ && !first_) {
+      out_->push_back('\n');
+      AppendIndent(indent_, out_);
+    }
+    out_->push_back(bracket);
+  }
+
+ private:
+  const bool pretty_;
+  const int indent_;
+  std::string* const out_;
+  bool first_ = true;
+};
+
 // Appends an object whose members `for_each_member` lists: it calls its argument with
 // (key, write) for each member in key order, where write(indent) appends the member's value.
-// An object with no members is "{}".
 template <typename ForEachMember>
 void AppendObject(bool pretty, int indent, std::string* out, ForEachMember&& for_each_member) {
-  const size_t open = out->size();
   out->push_back('{');
-  const int inner = indent + 2;
-  bool first = true;
+  Elements members(pretty, indent, out);
   for_each_member([&](std::string_view key, auto&& write) {
-    if (pretty) {
-      out->append(first ? "\n" : ",\n");
-      AppendIndent(inner, out);
-    } else if (!first) {
-      out->push_back(',');
-    }
-    first = false;
+    members.Next();
     AppendJsonString(key, out);
     out->append(pretty ? ": " : ":");
-    write(inner);
+    write(members.inner());
   });
-  if (first) {
-    out->resize(open);
-    out->append("{}");
-    return;
-  }
-  if (pretty) {
-    out->push_back('\n');
-    AppendIndent(indent, out);
-  }
-  out->push_back('}');
+  members.Close('}');
 }
 
 // The members of `object`, each written as it is.
@@ -140,28 +154,13 @@ void Append(JsonView value, bool pretty, int indent, std::string* out) {
       AppendObject(pretty, indent, out, MembersOf(value, pretty, out));
       return;
     case JsonView::Type::kArray: {
-      if (value.empty()) {
-        out->append("[]");
-        return;
-      }
       out->push_back('[');
-      const int inner = indent + 2;
-      bool first = true;
+      Elements elements(pretty, indent, out);
       value.ForEachElement([&](JsonView element) {
-        if (pretty) {
-          out->append(first ? "\n" : ",\n");
-          AppendIndent(inner, out);
-        } else if (!first) {
-          out->push_back(',');
-        }
-        first = false;
-        Append(element, pretty, inner, out);
+        elements.Next();
+        Append(element, pretty, elements.inner(), out);
       });
-      if (pretty) {
-        out->push_back('\n');
-        AppendIndent(indent, out);
-      }
-      out->push_back(']');
+      elements.Close(']');
       return;
     }
     case JsonView::Type::kString:

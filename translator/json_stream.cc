@@ -128,11 +128,6 @@ constexpr ByteTables kBytes;
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Why scanning stopped before the value was complete.
-struct ScanError {
-  bool too_deep = false;
-};
-
 class Streamer {
  public:
   Streamer(InputBuffer& input, JsonStreamHandler& handler) : in_(input), handler_(handler) {}

@@ -22,7 +22,10 @@ constexpr int kMaxNestingDepth = 512;
 // Parses one JSON value (surrounding whitespace allowed).
 StatusOr<nlohmann::json> ParseJsonText(const std::string& text);
 
-// Parses every document of a YAML stream. Empty documents are skipped.
+// Parses every document of a YAML stream with libyaml (common/yaml_reader.h). Empty documents
+// are skipped. Syntax errors read "invalid YAML: line L, column C: <libyaml's problem>
+// (<libyaml's context>)", 1-based, the problem worded as go-yaml (kubectl) words it; before
+// libyaml they read "invalid YAML: yaml-cpp: error at line L, column C: <yaml-cpp's message>".
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
 
 // Exactly one document (config files): an empty text or several documents are errors.
@@ -31,7 +34,7 @@ StatusOr<nlohmann::json> ParseYamlDocument(const std::string& text);
 // Reads `path` and parses it with ParseYamlDocument; errors name the file.
 StatusOr<nlohmann::json> LoadYamlFile(const std::string& path);
 
-// Converts an already parsed YAML node.
+// Converts an already parsed yaml-cpp node (flexVolume rules given as a YAML::Node).
 StatusOr<nlohmann::json> YamlNodeToJson(const YAML::Node& node);
 
 // One YAML document (no leading "---"), ending with a newline.

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev libssl-dev
-  libsqlite3-dev libcurl4-openssl-dev libsimdjson-dev rapidjson-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libcurl4-openssl-dev libsimdjson-dev rapidjson-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
   e2fsprogs xfsprogs util-linux mount jq openssl python3
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml

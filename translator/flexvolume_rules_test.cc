@@ -230,8 +230,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "flexVolume rules: flexVolumeRules must be a list"},
         BadRules{"NoList", R"({"rules":[]})", "flexVolume rules: no flexVolumeRules list"},
         BadRules{"BadYaml", "flexVolumeRules: [",
-                 "flexVolume rules: invalid YAML: yaml-cpp: error at line 1, column 1: end of "
-                 "sequence flow not found"}),
+                 "flexVolume rules: invalid YAML: line 2, column 1: did not find expected node "
+                 "content (while parsing a flow node)"}),
     [](const testing::TestParamInfo<BadRules>& info) { return info.param.name; });
 
 TEST(FlexVolumeRulesTest, DuplicateDriverWarnsAndFirstWins) {

@@ -214,8 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
                              "error while parsing value - "
                              "unexpected end of input; expected '[', '{', or a literal\n"},
                     BadInput{"MalformedYaml", "to-csi pv", "a: [b\n",
-                             "error: stdin: invalid YAML: yaml-cpp: error at line 2, column 1: end "
-                             "of sequence flow not found\n"},
+                             "error: stdin: invalid YAML: line 2, column 1: did not find expected "
+                             "',' or ']' (while parsing a flow sequence)\n"},
                     BadInput{"Empty", "to-csi pv", "", "error: no object in the input\n"},
                     BadInput{"WrongKind", "to-csi pv", R"({"kind":"Pod","metadata":{"name":"p"}})",
                              "error: expected a PersistentVolume, got kind \"Pod\"\n"},

@@ -326,6 +326,24 @@ TEST(YamlReaderParityTest, GeneratedPvList) {
   }
 }
 
+// Implicit keys are limited to 1024 characters in both parsers; JsonToYaml switches to "? key"
+// past 1024 bytes. libyaml counts characters and yaml-cpp bytes, so a long multi-byte quoted
+// key only yaml-cpp refuses is fine; the reverse is not.
+TEST(YamlReaderParityTest, KeysAroundTheSimpleKeyLimit) {
+  for (const std::string fill : {"k", "\xC3\xA9", "#"}) {
+    for (size_t chars = 1010; chars <= 1030; ++chars) {
+      std::string key;
+      for (size_t i = 0; i < chars; ++i) key += fill;
+      for (const std::string& k : {key, "true" + key, key + " "}) {
+        std::string yaml = JsonToYaml(Json{{k, 1}});
+        Comparison c = Compare(yaml);
+        EXPECT_TRUE(c.outcome == Outcome::kSame || c.outcome == Outcome::kOnlyYamlCppRefuses)
+            << Show(yaml) << c.explanation;
+      }
+    }
+  }
+}
+
 // Strings made of the characters YAML gives meaning to, plus ordinary ones.
 std::string RandomString(std::mt19937_64& rng) {
   static const std::vector<std::string> kPieces = {":",

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace flexcsi {
 namespace {
 
 using Json = nlohmann::json;
 
-// yaml-cpp writes a key longer than this in the explicit "? key\n: value" form.
+// A key longer than this, as written, takes the explicit "? key\n: value" form.
 constexpr size_t kMaxSimpleKeyBytes = 1024;
 // yaml-cpp's default indentation of a nested block collection.
 constexpr size_t kIndent = 2;
@@ -20,7 +22,7 @@ constexpr size_t kIndent = 2;
 constexpr std::array<bool, 256> MakeSpecialBytes() {
   std::array<bool, 256> special{};
   for (int c = 0; c < 0x20; ++c) special[c] = true;
-  for (int c : {int{':'}, int{' '}, 0x7F, 0xC2, 0xEF}) special[c] = true;
+  for (int c : {int{':'}, int{' '}, 0x7F, 0xC2, 0xE2, 0xEF}) special[c] = true;
   return special;
 }
 constexpr std::array<bool, 256> kSpecialBytes = MakeSpecialBytes();
@@ -35,9 +37,15 @@ bool BlankOrBreakAt(std::string_view s, size_t i) {
 
 // yaml-cpp 0.7's IsValidPlainScalar in block context (its exp.h regexes, spelled out): not a
 // null word, no indicator or blank first, no trailing space, and nowhere ": ", " #", a tab, a
-// line break, a BOM or a character outside YAML's printable set. A lone CR is allowed.
+// line break, a BOM or a character outside YAML's printable set. Unlike yaml-cpp, a CR, NEL,
+// U+2028 and U+2029 are line breaks here, as they are to YAML 1.1 readers (libyaml, which reads
+// ours, and kubectl's go-yaml): plain, they would not read back as written.
 bool IsPlainScalar(std::string_view s) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return false;
+  // Unlike yaml-cpp: a document marker and a blank would start or end a document where the
+  // scalar begins a line (a key of the top mapping). A bare marker is one only as a whole
+  // document; AppendJsonAsYaml quotes that.
+  if ((s.substr(0, 3) == "---" || s.substr(0, 3) == "...") && BlankOrBreakAt(s, 3)) return false;
   if (BlankOrBreakAt(s, 0)) return false;
   // Indicators that cannot start a plain scalar; "-", "?" and ":" only when a blank follows.
   if (std::string_view(",[]{}#&*!|>'\"%@`").find(s[0]) != std::string_view::npos) return false;
@@ -56,34 +64,43 @@ bool IsPlainScalar(std::string_view s) {
       case ' ':
         if (i + 1 < n && s[i + 1] == '#') return false;
         break;
-      case '\r':
-        if (i + 1 < n && s[i + 1] == '\n') return false;
-        break;
-      case 0xC2: {  // U+0080..U+009F except NEL are not printable.
+      case 0xC2: {  // U+0080..U+009F: not printable, or (NEL) a line break to YAML 1.1.
         if (i + 1 < n) {
           const unsigned char d = static_cast<unsigned char>(s[i + 1]);
-          if ((d >= 0x80 && d <= 0x84) || (d >= 0x86 && d <= 0x9F)) return false;
+          if (d >= 0x80 && d <= 0x9F) return false;
         }
         break;
       }
-      case 0xEF:  // A byte order mark.
-        if (i + 2 < n && static_cast<unsigned char>(s[i + 1]) == 0xBB &&
-            static_cast<unsigned char>(s[i + 2]) == 0xBF) {
+      case 0xE2:  // U+2028 and U+2029, line breaks to YAML 1.1.
+        if (i + 2 < n && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+            (static_cast<unsigned char>(s[i + 2]) == 0xA8 ||
+             static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
           return false;
         }
         break;
-      default:  // Tab, LF and the other C0 controls but CR, and DEL.
+      case 0xEF:  // A byte order mark; U+FFFE and U+FFFF, which YAML readers refuse raw.
+        if (i + 2 < n) {
+          const unsigned char b1 = static_cast<unsigned char>(s[i + 1]);
+          const unsigned char b2 = static_cast<unsigned char>(s[i + 2]);
+          if ((b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBF && (b2 == 0xBE || b2 == 0xBF))) {
+            return false;
+          }
+        }
+        break;
+      default:  // Tab, CR, LF and the other C0 controls, and DEL.
         return false;
     }
   }
-  return true;
+  // Unlike yaml-cpp, which wrote such bytes raw: readers refuse text that is not UTF-8, and
+  // double quotes put U+FFFD in their place.
+  return IsValidUtf8(s);
 }
 
 constexpr int kReplacementCharacter = 0xFFFD;
 
-// One code point as yaml-cpp decodes UTF-8: a stray continuation byte, a truncated sequence
-// (the byte that broke it is read again) and a non-character all become U+FFFD; overlong forms
-// are not rejected.
+// One code point as yaml-cpp decodes UTF-8: a stray continuation byte or a truncated sequence
+// (the byte that broke it is read again) becomes U+FFFD; overlong forms are not rejected.
+// Non-characters stay what they are (yaml-cpp made them U+FFFD, which does not read back).
 int NextCodePoint(std::string_view s, size_t* i) {
   const unsigned char lead = static_cast<unsigned char>(s[*i]);
   ++*i;
@@ -112,10 +129,7 @@ int NextCodePoint(std::string_view s, size_t* i) {
     cp = (cp << 6) | (static_cast<unsigned char>(s[*i]) & 0x3F);
     ++*i;
   }
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || (cp & 0xFFFE) == 0xFFFE ||
-      (cp >= 0xFDD0 && cp <= 0xFDEF)) {
-    cp = kReplacementCharacter;
-  }
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacementCharacter;
   return cp;
 }
 
@@ -154,7 +168,9 @@ void AppendEscape(int cp, std::string* out) {
 }
 
 // yaml-cpp's WriteDoubleQuotedString: the string is decoded and re-encoded (see NextCodePoint),
-// so invalid UTF-8 comes out as U+FFFD; DEL and most non-ASCII are written as they are.
+// so invalid UTF-8 comes out as U+FFFD; most non-ASCII is written as it is. DEL, U+2028 and
+// U+2029, which yaml-cpp wrote raw, are escaped: YAML 1.1 readers refuse DEL and read the
+// others as line breaks.
 void AppendDoubleQuoted(std::string_view s, std::string* out) {
   out->push_back('"');
   size_t i = 0;
@@ -163,7 +179,7 @@ void AppendDoubleQuoted(std::string_view s, std::string* out) {
     size_t run = i;
     while (run < s.size()) {
       const unsigned char c = static_cast<unsigned char>(s[run]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+      if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') break;
       ++run;
     }
     out->append(s.data() + i, run - i);
@@ -193,7 +209,8 @@ void AppendDoubleQuoted(std::string_view s, std::string* out) {
         out->append("\\f");
         break;
       default:
-        if (cp < 0x20 || (cp >= 0x80 && cp <= 0xA0) || cp == 0xFEFF) {
+        if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0xA0) || cp == 0xFEFF ||
+            cp == 0x2028 || cp == 0x2029 || cp == 0xFFFE || cp == 0xFFFF) {
           AppendEscape(cp, out);
         } else {
           AppendUtf8(cp, out);
@@ -277,15 +294,20 @@ class Writer {
     bool first = true;
     for (auto it = map.begin(); it != map.end(); ++it) {
       const std::string& key = it.key();
-      const bool long_key = key.size() > kMaxSimpleKeyBytes;
       if (!first) Newline();
       first = false;
       IndentTo(indent);
+      // yaml-cpp measured the key before quoting; readers measure it as written, so a quoted
+      // key near the limit needs the explicit form too.
+      const size_t key_start = out_.size();
+      String(key);
+      const bool long_key = out_.size() - key_start > kMaxSimpleKeyBytes;
       if (long_key) {
+        out_.resize(key_start);
         out_.push_back('?');
         SpaceAndIndentTo(indent + 1);
+        String(key);
       }
-      String(key);
       const Kind kind = KindOf(*it);
       if (long_key) {
         Newline();
@@ -351,6 +373,10 @@ class Writer {
 
 void AppendJsonAsYaml(const nlohmann::json& value, bool (*force_quotes)(const std::string&),
                       std::string* out) {
+  if (value.is_string() && (value == "---" || value == "...")) {
+    AppendDoubleQuoted(value.get_ref<const std::string&>(), out);  // not a document marker
+    return;
+  }
   Writer(out, force_quotes).Node(value, 0);
 }
 

@@ -451,6 +451,32 @@ TEST(YamlWriterTest, GeneratedPersistentVolumes) {
   EXPECT_TRUE(SameAsOracle(list));
 }
 
+// Where yaml-cpp's emitter wrote text that YAML 1.1 readers (libyaml, kubectl's go-yaml) read
+// as something else or refuse, in every place a string can stand.
+TEST(YamlWriterTest, ReadsBackWhereTheEmitterDidNot) {
+  const std::vector<std::string> specials = {
+      "\x7f",  "\r",     "\r\n",  "\xc2\x85",     "\xc2\x81",     "\xe2\x80\xa8",
+      "\xe2\x80\xa9", "\xef\xbf\xbe", "\xef\xbf\xbf", "\xef\xb7\x90", "\xf0\x9f\xbf\xbe"};
+  std::vector<std::string> strings = {"---", "...", "--- x", "... x", "---\tx", "--- ", "....",
+                                      "----", "---x", "a\xff", "\xc3"};
+  for (const std::string& c : specials) {
+    for (const std::string& around : {c, "a" + c + "b", c + "b", "a" + c, "a b" + c + " c"}) {
+      strings.push_back(around);
+    }
+  }
+  for (const std::string& s : strings) {
+    for (const Json& value :
+         {Json(s), Json{{s, 1}}, Json{{"k", s}}, Json{{"k", {{s, Json::array({s})}}}},
+          Json::array({s, Json::array({s}), Json{{s, s}}}), Json{{"k", Json::array({s})}}}) {
+      EXPECT_TRUE(SameAsOracle(value)) << Visible(s);
+      EXPECT_TRUE(yaml_oracle::HasNoYamlText(value) ||
+                  yaml_oracle::ReadsBack(JsonToYaml(value), value))
+          << Visible(value.dump(-1, ' ', false, Json::error_handler_t::replace)) << " as\n"
+          << Visible(JsonToYaml(value));
+    }
+  }
+}
+
 // YAML takes an implicit key of at most 1024 characters as written, quotes and escapes
 // included; a longer one needs the explicit "? " form.
 TEST(YamlWriterTest, KeysNearTheImplicitKeyLimitReadBack) {

@@ -100,10 +100,11 @@ inline bool HasNoYamlText(const Json& value) {
 // CR, C1 controls (NEL among them), U+2028 and U+2029 (written raw; YAML 1.1 readers refuse DEL
 // and C1 and break lines at the others, which in some places fold back and in others do not),
 // non-characters (made U+FFFD, or U+FFFE and U+FFFF raw, which readers refuse), text that is
-// not UTF-8 (written raw), a leading "---" or "..." (document markers at the start of a line),
-// or a length near the 1024-character limit of implicit keys (which it measured before quoting).
+// not UTF-8 (written raw), or a leading "---" or "..." (document markers at the start of a
+// line). Keys past the implicit-key limit as written need no exemption: the emitter's text for
+// them does not read back.
 inline bool EmitterMayBeWrong(const std::string& s) {
-  if (!IsValidUtf8(s) || s.size() >= 1000 || s.rfind("---", 0) == 0 || s.rfind("...", 0) == 0) {
+  if (!IsValidUtf8(s) || s.rfind("---", 0) == 0 || s.rfind("...", 0) == 0) {
     return true;
   }
   for (size_t i = 0; i < s.size();) {

@@ -12,7 +12,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A key longer than this, as written, takes the explicit "? key\n: value" form.
+// A key longer than this takes the explicit "? key\n: value" form (see Map).
 constexpr size_t kMaxSimpleKeyBytes = 1024;
 // yaml-cpp's default indentation of a nested block collection.
 constexpr size_t kIndent = 2;
@@ -94,6 +94,13 @@ bool IsPlainScalar(std::string_view s) {
   // Unlike yaml-cpp, which wrote such bytes raw: readers refuse text that is not UTF-8, and
   // double quotes put U+FFFD in their place.
   return IsValidUtf8(s);
+}
+
+// Characters of UTF-8 text, as YAML readers count a key's length.
+size_t CharactersIn(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
 }
 
 constexpr int kReplacementCharacter = 0xFFFD;
@@ -297,11 +304,14 @@ class Writer {
       if (!first) Newline();
       first = false;
       IndentTo(indent);
-      // yaml-cpp measured the key before quoting; readers measure it as written, so a quoted
-      // key near the limit needs the explicit form too.
+      // yaml-cpp took the explicit form for keys over the limit in bytes before quoting;
+      // readers measure a key in characters as written, so one that quotes and escapes take
+      // past the limit needs it too.
       const size_t key_start = out_.size();
       String(key);
-      const bool long_key = out_.size() - key_start > kMaxSimpleKeyBytes;
+      const bool long_key =
+          key.size() > kMaxSimpleKeyBytes ||
+          CharactersIn(std::string_view(out_).substr(key_start)) > kMaxSimpleKeyBytes;
       if (long_key) {
         out_.resize(key_start);
         out_.push_back('?');

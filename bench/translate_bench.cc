@@ -178,9 +178,8 @@ void ReportChangesWritten(const Translator& translator, const std::vector<JsonVi
       auto changes = translator.TranslateInTreePVToCSIChanges(pv);
       if (!changes.ok()) continue;
       text.clear();
-      flexcsi::translator::AppendTranslatedPVText(pv, *changes,
-                                                  flexcsi::translator::JsonStyle::kIndented, 2,
-                                                  &text);
+      flexcsi::translator::AppendTranslatedPVText(
+          pv, *changes, flexcsi::translator::JsonStyle::kIndented, 2, &text);
       bytes += text.size();
       ++translated;
     }

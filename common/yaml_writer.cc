@@ -216,8 +216,8 @@ void AppendDoubleQuoted(std::string_view s, std::string* out) {
         out->append("\\f");
         break;
       default:
-        if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0xA0) || cp == 0xFEFF ||
-            cp == 0x2028 || cp == 0x2029 || cp == 0xFFFE || cp == 0xFFFF) {
+        if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0xA0) || cp == 0xFEFF || cp == 0x2028 ||
+            cp == 0x2029 || cp == 0xFFFE || cp == 0xFFFF) {
           AppendEscape(cp, out);
         } else {
           AppendUtf8(cp, out);

@@ -454,11 +454,19 @@ TEST(YamlWriterTest, GeneratedPersistentVolumes) {
 // Where yaml-cpp's emitter wrote text that YAML 1.1 readers (libyaml, kubectl's go-yaml) read
 // as something else or refuse, in every place a string can stand.
 TEST(YamlWriterTest, ReadsBackWhereTheEmitterDidNot) {
-  const std::vector<std::string> specials = {
-      "\x7f",  "\r",     "\r\n",  "\xc2\x85",     "\xc2\x81",     "\xe2\x80\xa8",
-      "\xe2\x80\xa9", "\xef\xbf\xbe", "\xef\xbf\xbf", "\xef\xb7\x90", "\xf0\x9f\xbf\xbe"};
-  std::vector<std::string> strings = {"---", "...", "--- x", "... x", "---\tx", "--- ", "....",
-                                      "----", "---x", "a\xff", "\xc3"};
+  const std::vector<std::string> specials = {"\x7f",
+                                             "\r",
+                                             "\r\n",
+                                             "\xc2\x85",
+                                             "\xc2\x81",
+                                             "\xe2\x80\xa8",
+                                             "\xe2\x80\xa9",
+                                             "\xef\xbf\xbe",
+                                             "\xef\xbf\xbf",
+                                             "\xef\xb7\x90",
+                                             "\xf0\x9f\xbf\xbe"};
+  std::vector<std::string> strings = {"---",  "...",  "--- x", "... x", "---\tx", "--- ",
+                                      "....", "----", "---x",  "a\xff", "\xc3"};
   for (const std::string& c : specials) {
     for (const std::string& around : {c, "a" + c + "b", c + "b", "a" + c, "a b" + c + " c"}) {
       strings.push_back(around);
@@ -491,9 +499,9 @@ TEST(YamlWriterTest, KeysNearTheImplicitKeyLimitReadBack) {
   // escapes stay under the limit as written; many escapes alone go over it.
   std::string cyrillic;
   for (int i = 0; i < 505; ++i) cyrillic += "\xd0\x9a";
-  for (const std::string& key : {cyrillic, cyrillic + cyrillic, cyrillic + std::string(10, '\t'),
-                                 std::string(520, '\t'),
-                                 std::string(300, '\x01'), cyrillic + std::string(300, '\x01')}) {
+  for (const std::string& key :
+       {cyrillic, cyrillic + cyrillic, cyrillic + std::string(10, '\t'), std::string(520, '\t'),
+        std::string(300, '\x01'), cyrillic + std::string(300, '\x01')}) {
     EXPECT_TRUE(SameAsOracle(Json{{key, 1}})) << key.size();
     EXPECT_TRUE(SameAsOracle(Json{{"k", {{key, Json::array({1})}}}})) << key.size();
   }

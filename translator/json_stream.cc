@@ -110,7 +110,8 @@ std::string Relocate(const std::string& message, uint64_t line, uint64_t column)
          std::to_string(abs_column) + message.substr(c_stop);
 }
 
-// ---- The streaming reader -------------------------------------------------------------------------
+// ---- The streaming reader
+// -------------------------------------------------------------------------
 
 struct ByteTables {
   bool structural[256] = {};  // outside strings: quote and brackets, and NUL (end of window)
@@ -355,8 +356,7 @@ class Streamer {
     for (;;) {
       std::string key;
       FLEXCSI_RETURN_IF_ERROR(ReadKey(&key));
-      if (!streamed && key == "items" && At(pos_) == '[' &&
-          handler_.ShouldStreamItems(head)) {
+      if (!streamed && key == "items" && At(pos_) == '[' && handler_.ShouldStreamItems(head)) {
         FLEXCSI_RETURN_IF_ERROR(handler_.OnListBegin(std::move(head)));
         head = Json(Json::value_t::object);
         FLEXCSI_RETURN_IF_ERROR(StreamElements(2));

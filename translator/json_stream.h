@@ -3,10 +3,11 @@
 // handed over one at a time, so memory holds one element plus the read buffer.
 //
 // Values are parsed by simdjson and converted to nlohmann::json (or, for streamed elements, read
-// through a view) with the values nlohmann's own parser gives (non-negative integers unsigned, later duplicate keys win); the rare text
-// simdjson refuses but nlohmann takes (integers beyond 64 bits) is parsed by nlohmann. Syntax
-// errors read as nlohmann's ("invalid JSON: parse error at line 1, column 13: ..."), and the
-// depth limit is common/yaml_json.h's kMaxNestingDepth, counted from the top of the document.
+// through a view) with the values nlohmann's own parser gives (non-negative integers unsigned,
+// later duplicate keys win); the rare text simdjson refuses but nlohmann takes (integers beyond 64
+// bits) is parsed by nlohmann. Syntax errors read as nlohmann's ("invalid JSON: parse error at line
+// 1, column 13: ..."), and the depth limit is common/yaml_json.h's kMaxNestingDepth, counted from
+// the top of the document.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -28,13 +28,27 @@ void AppendIndent(int spaces, std::string* out) { out->append(static_cast<size_t
 
 void AppendEscapedAscii(char c, std::string* out) {
   switch (c) {
-    case '\b': out->append("\\b"); return;
-    case '\t': out->append("\\t"); return;
-    case '\n': out->append("\\n"); return;
-    case '\f': out->append("\\f"); return;
-    case '\r': out->append("\\r"); return;
-    case '"': out->append("\\\""); return;
-    case '\\': out->append("\\\\"); return;
+    case '\b':
+      out->append("\\b");
+      return;
+    case '\t':
+      out->append("\\t");
+      return;
+    case '\n':
+      out->append("\\n");
+      return;
+    case '\f':
+      out->append("\\f");
+      return;
+    case '\r':
+      out->append("\\r");
+      return;
+    case '"':
+      out->append("\\\"");
+      return;
+    case '\\':
+      out->append("\\\\");
+      return;
     default: {
       static const char kHex[] = "0123456789abcdef";
       const char escape[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};

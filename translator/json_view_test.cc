@@ -359,12 +359,11 @@ testing::AssertionResult SameTranslation(const Translator& t, JsonView simd, con
     std::string written, input;
     AppendTranslatedPVText(simd, *changes, style, 0, &written);
     AppendJsonText(simd, style, 0, &input);
-    if (written != Dump(*want, indent) ||
-        input != Dump(pv, indent)) {
-      return testing::AssertionFailure() << "written from the view:\n"
-                                         << written << "\ninput as written: " << input
-                                         << "\nnlohmann gives\n"
-                                         << Dump(*want, indent);
+    if (written != Dump(*want, indent) || input != Dump(pv, indent)) {
+      return testing::AssertionFailure()
+             << "written from the view:\n"
+             << written << "\ninput as written: " << input << "\nnlohmann gives\n"
+             << Dump(*want, indent);
     }
   }
   Json got = pv, moved = pv;

@@ -94,12 +94,14 @@ void SpecChanges::ForEachSpecMemberAfterImpl(JsonView spec,
                                              void (*call)(void*, std::string_view, JsonView),
                                              void* fn) const {
   using Members = std::vector<std::pair<std::string_view, JsonView>>;
-  Members members;  // in key order, as ForEachMember gives them
+  Members members;                        // in key order, as ForEachMember gives them
   members.reserve(16 + changes_.size());  // a spec has a dozen members or fewer
-  spec.ForEachMember([&](std::string_view key, JsonView value) { members.emplace_back(key, value); });
+  spec.ForEachMember(
+      [&](std::string_view key, JsonView value) { members.emplace_back(key, value); });
   auto slot = [&](std::string_view key) {
-    return std::lower_bound(members.begin(), members.end(), key,
-                            [](const Members::value_type& m, std::string_view k) { return m.first < k; });
+    return std::lower_bound(
+        members.begin(), members.end(), key,
+        [](const Members::value_type& m, std::string_view k) { return m.first < k; });
   };
   auto put = [&](std::string_view key, JsonView value) {
     auto it = slot(key);

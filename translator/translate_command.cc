@@ -10,15 +10,15 @@
 #include <sstream>
 
 #include "common/status.h"
-#include "translator/go_strings.h"
-#include "translator/json_fields.h"
 #include "common/yaml_json.h"
+#include "translator/go_strings.h"
 #include "translator/input_buffer.h"
+#include "translator/json_fields.h"
 #include "translator/json_stream.h"
 #include "translator/spec_changes.h"
 #include "translator/translate_output.h"
-#include "translator/yaml_stream.h"
 #include "translator/translator.h"
+#include "translator/yaml_stream.h"
 
 namespace flexcsi {
 namespace translator {
@@ -40,7 +40,7 @@ struct Options {
   Verb verb = Verb::kPVToCsi;
   std::vector<std::string> files;
   std::string rules_file;
-  std::string output;  // "", "yaml" or "json"
+  std::string output;    // "", "yaml" or "json"
   bool compact = false;  // JSON on one line
   std::optional<std::string> pod_namespace, plugin, driver, handle, node_id;
 };
@@ -389,8 +389,7 @@ class Session : public JsonStreamHandler {
  public:
   Session(const Options& opts, const Translator& translator, TranslateOutput& output,
           std::ostream& err, bool progress)
-      : opts_(opts), command_(opts, translator), output_(output), err_(err),
-        progress_(progress) {}
+      : opts_(opts), command_(opts, translator), output_(output), err_(err), progress_(progress) {}
 
   // The input being read, so that it is dropped as the output is released.
   void set_input(InputBuffer* input) {
@@ -590,8 +589,7 @@ class Session : public JsonStreamHandler {
     if (status.ok()) return Count(index, std::string(), std::string(), status);
     return Count(index, KindOf(item), NameOf(item), status);
   }
-  bool Count(size_t index, const std::string& kind, const std::string& name,
-             const Status& status) {
+  bool Count(size_t index, const std::string& kind, const std::string& name, const Status& status) {
     const std::string plugin = command_.last_plugin();
     if (!status.ok()) {
       ++summary_.failed;
@@ -696,8 +694,8 @@ std::string AllText(InputBuffer& input) {
 // streamed list that was not one falls back to). Returns the exit status.
 int TranslateInputs(const Options& opts, const Translator& translator, InputBuffer& stdin_input,
                     const std::string* stdin_text, OutputFormat format,
-                    const std::vector<bool>& has_content, bool whole,
-                    std::ostream& out, std::ostream& err, bool progress, bool* retry_whole) {
+                    const std::vector<bool>& has_content, bool whole, std::ostream& out,
+                    std::ostream& err, bool progress, bool* retry_whole) {
   TranslateOutput output(out, err, format);
   Session session(opts, translator, output, err, progress);
   session.set_output_format(format);
@@ -705,7 +703,8 @@ int TranslateInputs(const Options& opts, const Translator& translator, InputBuff
   for (size_t f = 0; f < opts.files.size(); ++f) {
     const std::string& file = opts.files[f];
     bool more = false;
-    for (size_t later = f + 1; later < opts.files.size(); ++later) more = more || has_content[later];
+    for (size_t later = f + 1; later < opts.files.size(); ++later)
+      more = more || has_content[later];
     output.set_more_inputs(more);
     const std::string where = file == "-" ? "stdin" : file;
     std::unique_ptr<std::ifstream> stream;
@@ -867,8 +866,8 @@ int Run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   if (!retry_whole) return status;
   std::string stdin_text;
   if (stdin_input.begin() == 0) stdin_text = AllText(stdin_input);
-  return TranslateInputs(opts, translator, stdin_input, &stdin_text, format, has_content, true,
-                         out, err, progress, nullptr);
+  return TranslateInputs(opts, translator, stdin_input, &stdin_text, format, has_content, true, out,
+                         err, progress, nullptr);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ const char kWrapperHead[] = "{\n  \"apiVersion\": \"v1\",\n  \"items\": [";
 const char kWrapperTail[] = "\n  ],\n  \"kind\": \"List\"\n}\n";
 const char kWrapperHeadCompact[] = "{\"apiVersion\":\"v1\",\"items\":[";
 const char kWrapperTailCompact[] = "],\"kind\":\"List\"}\n";
-const char kEmptyWrapper[] = "{\n  \"apiVersion\": \"v1\",\n  \"items\": [],\n  \"kind\": \"List\"\n}\n";
+const char kEmptyWrapper[] =
+    "{\n  \"apiVersion\": \"v1\",\n  \"items\": [],\n  \"kind\": \"List\"\n}\n";
 const char kEmptyWrapperCompact[] = "{\"apiVersion\":\"v1\",\"items\":[],\"kind\":\"List\"}\n";
 
 }  // namespace
@@ -33,9 +34,8 @@ void TranslateOutput::AppendLevel0(const Json& value) {
     buf_ += JsonToYaml(value);
     return;
   }
-  AppendJsonText(value,
-                 format_ == OutputFormat::kJson ? JsonStyle::kIndented : JsonStyle::kCompact, 0,
-                 &buf_);
+  AppendJsonText(value, format_ == OutputFormat::kJson ? JsonStyle::kIndented : JsonStyle::kCompact,
+                 0, &buf_);
   buf_ += "\n";
 }
 

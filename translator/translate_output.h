@@ -82,16 +82,17 @@ class TranslateOutput {
   std::string buf_, err_buf_;
   bool holding_ = true;
 
-  size_t outputs_ = 0;             // outputs started so far
-  nlohmann::json pending_;         // the first output, when it is an object not yet written
+  size_t outputs_ = 0;      // outputs started so far
+  nlohmann::json pending_;  // the first output, when it is an object not yet written
   bool has_pending_ = false;
-  bool first_streamed_alone_ = false;  // the first output is a streamed list, written as the only one
-  bool several_ = false;           // the output wraps several (JSON List / "---" before each)
+  bool first_streamed_alone_ =
+      false;              // the first output is a streamed list, written as the only one
+  bool several_ = false;  // the output wraps several (JSON List / "---" before each)
   bool more_inputs_ = false;
-  bool several_early_ = false;     // several_ was assumed when the first output began
+  bool several_early_ = false;  // several_ was assumed when the first output began
   Open open_ = Open::kNone;
   size_t open_items_ = 0;
-  int level_ = 0;                  // the nesting level of the open list or array
+  int level_ = 0;  // the nesting level of the open list or array
 };
 
 }  // namespace translator

@@ -58,7 +58,7 @@ struct Result {
 };
 
 Result RunCommand(const std::vector<std::string>& args, const std::string& input,
-           size_t chunk = 1 << 20) {
+                  size_t chunk = 1 << 20) {
   ChunkedBuf buf(input, chunk);
   std::istream in(&buf);
   std::ostringstream out, err;
@@ -100,7 +100,9 @@ std::string Oracle(std::vector<Json> docs, bool yaml) {
   };
   std::vector<Json> outputs;
   for (Json& doc : docs) {
-    Json* items = doc.is_array() ? &doc : (doc.is_object() && doc.contains("items") ? &doc["items"] : nullptr);
+    Json* items = doc.is_array()
+                      ? &doc
+                      : (doc.is_object() && doc.contains("items") ? &doc["items"] : nullptr);
     if (items != nullptr) {
       std::vector<Json> translated;
       for (const Json& item : *items) translate(item, &translated);
@@ -248,7 +250,8 @@ TEST(TranslateStreamingTest, TopLevelArrayAndEmptyList) {
   Result r = RunCommand(ToCsi(), array, 5);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, Oracle({Json::parse(array)}, false));
-  for (const char* empty : {R"({"kind":"List","items":[]})", "[]", R"({"kind":"List","items":null})"}) {
+  for (const char* empty :
+       {R"({"kind":"List","items":[]})", "[]", R"({"kind":"List","items":null})"}) {
     Result e = RunCommand(ToCsi(), empty);
     EXPECT_EQ(e.status, 0) << empty << e.err;
     EXPECT_EQ(e.out, Oracle({Json::parse(empty)}, false)) << empty;

@@ -4,9 +4,10 @@
 // Objects are Kubernetes JSON (nlohmann::json). Inputs are never modified; every successful
 // call returns a new object, and a failing call returns only a Status (never a
 // half-translated object). The fast form of the PV translation reads its PV through a view
-// (json_view.h: nlohmann or simdjson) and returns what changes, leaving the copy to the caller. Fields the translator does not know pass through untouched.
-// Malformed input (a field of the wrong JSON type) is an InvalidArgument error, not a crash.
-// A Translator is immutable after construction and safe to use from several threads.
+// (json_view.h: nlohmann or simdjson) and returns what changes, leaving the copy to the caller.
+// Fields the translator does not know pass through untouched. Malformed input (a field of the wrong
+// JSON type) is an InvalidArgument error, not a crash. A Translator is immutable after construction
+// and safe to use from several threads.
 #pragma once
 
 #include <memory>

@@ -33,18 +33,6 @@ Status Invalid(const Mark& mark, const std::string& what) {
   return InvalidArgument("invalid YAML: " + At(mark) + ": " + what);
 }
 
-// A plain scalar whose first character is none of these resolves to itself (a string), so it
-// can skip ResolvePlainScalar's comparisons and copy: the hot path for names and paths.
-bool MayResolveToNonString(std::string_view s) {
-  return s.empty() || std::string_view("0123456789+-.~nNtTfF").find(s[0]) != std::string_view::npos;
-}
-
-// The plain scalars yaml-cpp 0.7 reported as null nodes (and which therefore became the key
-// "null" whatever their spelling); the previous reader's rule, kept.
-bool IsNullWord(std::string_view s) {
-  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
-}
-
 // Builds one JSON value per document from parser events, with our limits. Anchors are looked
 // up by name within the document, like go-yaml does.
 class JsonDocumentBuilder {
@@ -71,10 +59,12 @@ class JsonDocumentBuilder {
                                           std::strcmp(tag, "tag:yaml.org,2002:str") == 0
                                     : !plain;
     Json value;
-    if (tag == nullptr && plain && IsNullWord(text)) {
+    // yaml-cpp 0.7 reported untagged plain null words as null nodes, which became the key "null"
+    // whatever their spelling; the previous reader's rule, kept.
+    if (tag == nullptr && plain && IsYamlNullWord(text)) {
       value = nullptr;
       text = "null";  // the key a null node became
-    } else if (keep_text || !MayResolveToNonString(text)) {
+    } else if (keep_text) {
       value = text;
     } else {
       value = ResolvePlainScalar(text);

@@ -39,8 +39,17 @@ bool IsFloat(const std::string& s) {
 
 }  // namespace
 
+bool IsYamlNullWord(std::string_view s) {
+  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
+
 Json ResolvePlainScalar(const std::string& s) {
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  // Only these first characters begin a null, boolean or number: the other scalars (names and
+  // paths, most of a document) are strings without a comparison.
+  if (!s.empty() && std::string_view("0123456789+-.~nNtTfF").find(s[0]) == std::string_view::npos) {
+    return s;
+  }
+  if (IsYamlNullWord(s)) return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
   if (IsDecimalInteger(s)) {

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace flexcsi {
+
+// The plain scalars that are null: empty, ~, null, Null, NULL.
+bool IsYamlNullWord(std::string_view s);
 
 // null/~/empty -> null, true/false -> boolean, decimal integers -> int64 (uint64 above its range,
 // double beyond that), decimal floats -> double; anything else stays a string.

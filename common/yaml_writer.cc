@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/utf8.h"
+#include "common/yaml_scalar.h"
 
 namespace flexcsi {
 namespace {
@@ -41,7 +42,7 @@ bool BlankOrBreakAt(std::string_view s, size_t i) {
 // U+2028 and U+2029 are line breaks here, as they are to YAML 1.1 readers (libyaml, which reads
 // ours, and kubectl's go-yaml): plain, they would not read back as written.
 bool IsPlainScalar(std::string_view s) {
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return false;
+  if (IsYamlNullWord(s)) return false;
   // Unlike yaml-cpp: a document marker and a blank would start or end a document where the
   // scalar begins a line (a key of the top mapping). A bare marker is one only as a whole
   // document; AppendJsonAsYaml quotes that.

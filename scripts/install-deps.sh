@@ -12,6 +12,9 @@ packages=(
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml
   hyperfine
+  # the real-cluster test suites (tests/cluster): Kubernetes' own binaries come from
+  # FLEXCSI_KUBE_ASSETS, the rest from Debian
+  etcd-server containerd runc busybox-static
 )
 
 missing=()

@@ -1,0 +1,479 @@
+"""A real single-node Kubernetes for tests, envtest style: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, containerd with runc, and kubelet, all under one temp
+dir, every listener on a random 127.0.0.1 port, in the caller's private mount namespace.
+
+    cluster = Cluster(assets_bin)      # a folder with kube-apiserver, kubelet, ... (assets.py)
+    cluster.start()                    # returns once the node is Ready and pods can be created
+    cluster.kubectl("get", "nodes")
+    cluster.restart("kubelet", signal.SIGKILL)
+    cluster.stop()                     # no process, mount, loop device or cgroup is left
+
+The facts it relies on are in ../shared/kube-assets/README.md; why each flag is set is said
+beside it."""
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import cgroups
+import images
+import namespace
+import pki
+
+NODE_NAME = "flexcsi-node"
+# kubelet refuses a loopback node IP; this one is from a documentation range and nothing is
+# ever sent to it (the API server reaches kubelet by host name, mapped to 127.0.0.1).
+NODE_IP = "192.0.2.2"
+
+# The values kubelet insists on (setupKernelTunables); bound over /proc/sys in our namespace
+# only, so that kubelet finds them set and the host keeps its own.
+KUBELET_SYSCTLS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/panic": "10",
+                   "kernel/panic_on_oops": "1"}
+
+
+PR_SET_CHILD_SUBREAPER = 36
+KEPT_MARKER = ".kept"  # a --keep dir: the next harness's sweep leaves its files for reading
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+class Process:
+    """A cluster component: its argv, its log, and the running child if any."""
+
+    def __init__(self, name, argv, log, env=None):
+        self.name, self.argv, self.log, self.env, self.popen = name, argv, log, env, None
+
+    def start(self):
+        with open(self.log, "ab") as out:
+            out.write(("=== start: %s\n" % " ".join(self.argv)).encode())
+            out.flush()
+            self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
+                                          stderr=subprocess.STDOUT, env=self.env,
+                                          start_new_session=True)
+
+    def alive(self):
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.popen is None:
+            return
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self.popen = None
+
+    def tail(self, lines=30):
+        try:
+            with open(self.log, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False):
+        self.bin = assets_bin
+        self.node_name = node_name
+        self.keep = keep
+        self.dir = workdir or tempfile.mkdtemp(prefix="flexcsi-cluster-%d-" % os.getpid())
+        self.logs = os.path.join(self.dir, "logs")
+        self.kubelet_root = os.path.join(self.dir, "kubelet")
+        # kubelet's --volume-plugin-dir and kube-controller-manager's --flex-volume-plugin-dir
+        self.plugin_dir = os.path.join(self.dir, "flexvolume", "kubelet")
+        self.controller_plugin_dir = os.path.join(self.dir, "flexvolume", "controller")
+        self.containerd_socket = os.path.join(self.dir, "containerd", "containerd.sock")
+        self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
+        self.procs = {}
+        self.cgroups = None
+        self.created_run_containerd = False
+        self.timings = {}
+
+    # ----- life cycle -------------------------------------------------------------------
+
+    def start(self, timeout=120):
+        if not namespace.in_private_mount_namespace():
+            raise ClusterError("refusing to start a cluster in the host's mount namespace; "
+                               "run under `unshare -m --propagation private` (ctest does)")
+        began = time.monotonic()
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.dump_logs()
+            self.stop()
+            raise
+        self.timings["up"] = time.monotonic() - began
+
+    def _start(self, timeout):
+        sweep_stale_clusters()
+        for d in (self.logs, self.kubelet_root, self.plugin_dir, self.controller_plugin_dir,
+                  os.path.dirname(self.containerd_socket)):
+            os.makedirs(d, exist_ok=True)
+        namespace.make_rshared_root()
+        become_subreaper()
+        self._private_files()
+        self.cgroups = cgroups.ClusterCgroups()
+        self.cgroups.create()
+        self.cgroups.join()
+        self._pki()
+        deadline = time.monotonic() + timeout
+        self._start_etcd()
+        self._start_apiserver()
+        self._wait("the API server to be ready", deadline,
+                   lambda: self._kubectl_ok("get", "--raw", "/readyz"), "kube-apiserver")
+        self._start_containerd()
+        self._wait("containerd's socket", deadline,
+                   lambda: os.path.exists(self.containerd_socket), "containerd")
+        self._start_controller_manager_and_scheduler()
+        self._import_images()
+        self._start_kubelet()
+        self._wait("node %s to be Ready" % self.node_name, deadline, self.node_ready, "kubelet")
+        # Pods cannot be created in a namespace before its default service account exists.
+        self._wait("the default service account", deadline,
+                   lambda: self._kubectl_ok("get", "serviceaccount", "default"),
+                   "kube-controller-manager")
+
+    def stop(self):
+        """Stops everything, then removes every trace; safe to call twice and after a failed
+        start. Returns a list of what could not be removed (empty when clean)."""
+        began = time.monotonic()
+        left = []
+        # The cluster is thrown away: nothing needs a graceful stop (kube-scheduler alone would
+        # take 10 s over SIGTERM). Pods' volumes are unmounted below, not by kubelet.
+        for proc in self.procs.values():
+            proc.stop(signal.SIGKILL)
+        if self.cgroups is not None:
+            if not self.cgroups.kill_all():
+                left.append("processes: %s" % sorted(self.cgroups.pids()))
+            reap_orphans()
+            self.cgroups.leave()
+        left += namespace.unmount_below(self.dir)
+        for target in ["/run/containerd", "/etc/hosts"] + ["/proc/sys/" + k for k in KUBELET_SYSCTLS]:
+            left += namespace.unmount_below(target)
+        if self.created_run_containerd:
+            try:
+                os.rmdir("/run/containerd")
+            except OSError:
+                left.append("directory /run/containerd")
+            self.created_run_containerd = False
+        left += namespace.detach_loop_devices_below(self.dir + "/")
+        if self.cgroups is not None:
+            left += ["cgroup " + d for d in self.cgroups.remove()]
+            self.cgroups = None
+        if self.keep:
+            open(os.path.join(self.dir, KEPT_MARKER), "w").close()
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self.timings["down"] = time.monotonic() - began
+        return left
+
+    def dump_logs(self, lines=40):
+        for proc in self.procs.values():
+            print("---- %s (%s)\n%s" % (proc.name, proc.log, proc.tail(lines)), flush=True)
+
+    # ----- processes --------------------------------------------------------------------
+
+    def _run(self, name, argv, env=None):
+        proc = Process(name, argv, os.path.join(self.logs, name + ".log"), env)
+        proc.start()
+        self.procs[name] = proc
+        return proc
+
+    def restart(self, name, sig=signal.SIGTERM):
+        """Stops a component with `sig` (SIGKILL: as if it crashed) and starts it again with
+        the same arguments."""
+        proc = self.procs[name]
+        proc.stop(sig)
+        proc.start()
+
+    def _wait(self, what, deadline, ready, component):
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            proc = self.procs.get(component)
+            if proc is not None and not proc.alive():
+                raise ClusterError("%s exited while waiting for %s:\n%s"
+                                   % (component, what, proc.tail()))
+            time.sleep(0.2)
+        raise ClusterError("timed out waiting for %s" % what)
+
+    # ----- set-up pieces ----------------------------------------------------------------
+
+    def _private_files(self):
+        """/etc/hosts with the node name, kubelet's sysctls: bind mounts in our namespace."""
+        hosts = os.path.join(self.dir, "hosts")
+        with open("/etc/hosts") as f:
+            text = f.read()
+        with open(hosts, "w") as f:
+            f.write(text.rstrip("\n") + "\n127.0.0.1 %s\n" % self.node_name)
+        namespace.bind(hosts, "/etc/hosts")
+        for key, value in KUBELET_SYSCTLS.items():
+            path = os.path.join(self.dir, "sysctl-" + key.replace("/", "-"))
+            with open(path, "w") as f:
+                f.write(value + "\n")
+            namespace.bind(path, "/proc/sys/" + key)
+
+    def _pki(self):
+        self.pki = pki.ClusterPki(os.path.join(self.dir, "pki"))
+        self.ca = self.pki.path("ca.crt")
+        self.server_cert = self.pki.leaf("apiserver", "kube-apiserver", dns=["localhost"],
+                                         ips=["127.0.0.1"], server=True)
+        self.admin_cert = self.pki.leaf("admin", "admin", "system:masters")
+        # kubelet as the node authorizer expects it; the API server's own client cert to kubelet
+        self.kubelet_cert = self.pki.leaf("kubelet", "system:node:" + self.node_name,
+                                          "system:nodes")
+        self.apiserver_kubelet_cert = self.pki.leaf("apiserver-kubelet", "kube-apiserver-kubelet",
+                                                    "system:masters")
+
+    def _start_etcd(self):
+        data = os.path.join(self.dir, "etcd")
+        os.makedirs(data, exist_ok=True)
+        namespace.mount_tmpfs(data)  # fsyncs on tmpfs cost nothing; the cluster is throwaway
+        client, peer = free_port(), free_port()
+        self.etcd_url = "http://127.0.0.1:%d" % client
+        self._run("etcd", ["etcd", "--name", "test", "--data-dir", data,
+                           "--listen-client-urls", self.etcd_url,
+                           "--advertise-client-urls", self.etcd_url,
+                           "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
+                           "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
+                           "--initial-cluster", "test=http://127.0.0.1:%d" % peer,
+                           "--log-level", "warn"])
+
+    def _start_apiserver(self):
+        port = free_port()
+        self.server = "https://127.0.0.1:%d" % port
+        crt, key = self.server_cert
+        kcrt, kkey = self.apiserver_kubelet_cert
+        self._run("kube-apiserver", [
+            os.path.join(self.bin, "kube-apiserver"),
+            "--etcd-servers", self.etcd_url,
+            "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--advertise-address", "192.0.2.1",
+            # the kubernetes Service's endpoint would be the advertised address: no reconciler
+            "--endpoint-reconciler-type", "none",
+            "--tls-cert-file", crt, "--tls-private-key-file", key,
+            "--client-ca-file", self.ca,
+            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+            "--service-account-key-file", self.pki.path("sa.pub"),
+            "--service-account-signing-key-file", self.pki.path("sa.key"),
+            "--service-cluster-ip-range", "198.51.100.0/24",
+            "--authorization-mode", "Node,RBAC",
+            "--enable-admission-plugins", "NodeRestriction",
+            "--allow-privileged=true",
+            "--kubelet-client-certificate", kcrt, "--kubelet-client-key", kkey,
+            "--kubelet-preferred-address-types", "Hostname",
+            "--profiling=false", "--v=1"])
+        acrt, akey = self.admin_cert
+        pki.write_kubeconfig(self.kubeconfig, self.server, self.ca, acrt, akey)
+        kcrt, kkey = self.kubelet_cert
+        self.kubelet_kubeconfig = pki.write_kubeconfig(
+            os.path.join(self.dir, "kubelet.kubeconfig"), self.server, self.ca, kcrt, kkey,
+            user="system:node:" + self.node_name)
+
+    def _start_controller_manager_and_scheduler(self):
+        self._run("kube-controller-manager", [
+            os.path.join(self.bin, "kube-controller-manager"),
+            "--kubeconfig", self.kubeconfig,
+            "--authentication-kubeconfig", self.kubeconfig,
+            "--authorization-kubeconfig", self.kubeconfig,
+            "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+            "--controllers", "*",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            "--service-account-private-key-file", self.pki.path("sa.key"),
+            "--root-ca-file", self.ca,
+            "--flex-volume-plugin-dir", self.controller_plugin_dir,
+            "--v=2"])
+        self._run("kube-scheduler", [
+            os.path.join(self.bin, "kube-scheduler"),
+            "--kubeconfig", self.kubeconfig,
+            "--authentication-kubeconfig", self.kubeconfig,
+            "--authorization-kubeconfig", self.kubeconfig,
+            "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+            "--leader-elect=false", "--v=1"])
+
+    def _start_containerd(self):
+        base = os.path.dirname(self.containerd_socket)
+        # containerd-shim's sockets live under /run/containerd whatever the config says; a
+        # tmpfs there keeps them (and everything else of ours) off the host.
+        if not os.path.isdir("/run/containerd"):
+            os.makedirs("/run/containerd")
+            self.created_run_containerd = True
+        namespace.mount_tmpfs("/run/containerd")
+        cni = os.path.join(base, "cni")
+        os.makedirs(os.path.join(cni, "bin"), exist_ok=True)
+        # No CNI: every pod uses hostNetwork. A loadable network config still has to exist,
+        # or the runtime reports its network not ready and the node never becomes Ready.
+        with open(os.path.join(cni, "10-unused.conflist"), "w") as f:
+            json.dump({"cniVersion": "0.4.0", "name": "unused",
+                       "plugins": [{"type": "loopback"}]}, f)
+        config = os.path.join(base, "config.toml")
+        with open(config, "w") as f:
+            f.write("""version = 2
+root = "{base}/root"
+state = "/run/containerd/state"
+[grpc]
+  address = "{sock}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{pause}"
+  # no CAP_SYS_RESOURCE here: runc would fail to set a negative oom_score_adj
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    conf_dir = "{cni}"
+    bin_dir = "{cni}/bin"
+""".format(base=base, sock=self.containerd_socket, pause=images.PAUSE, cni=cni))
+        self._run("containerd", ["containerd", "--config", config, "--log-level", "warn"])
+
+    def _import_images(self):
+        work = os.path.join(self.dir, "images")
+        os.makedirs(work, exist_ok=True)
+        for archive in (images.build_pause(os.path.join(work, "pause.tar"), work),
+                        images.build_busybox(os.path.join(work, "busybox.tar"))):
+            self.import_image(archive)
+
+    def import_image(self, archive):
+        """Imports a docker or OCI archive into the namespace kubelet's runtime uses."""
+        subprocess.run(["ctr", "--address", self.containerd_socket, "-n", "k8s.io", "images",
+                        "import", archive], check=True, stdout=subprocess.DEVNULL)
+
+    def _start_kubelet(self):
+        config = os.path.join(self.dir, "kubelet-config.yaml")
+        with open(config, "w") as f:
+            json.dump({
+                "apiVersion": "kubelet.config.k8s.io/v1beta1",
+                "kind": "KubeletConfiguration",
+                "address": "127.0.0.1", "port": free_port(), "readOnlyPort": 0,
+                "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
+                "cgroupDriver": "cgroupfs",
+                "cgroupRoot": self.cgroups.pods_root,
+                "failSwapOn": False,
+                "authentication": {"anonymous": {"enabled": False},
+                                   "webhook": {"enabled": False},
+                                   "x509": {"clientCAFile": self.ca}},
+                "authorization": {"mode": "AlwaysAllow"},
+                # A test machine's disk may be nearly full; evictions would only confuse tests.
+                "evictionHard": {"memory.available": "1Mi", "nodefs.available": "0%",
+                                 "imagefs.available": "0%", "nodefs.inodesFree": "0%"},
+                "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+                "volumePluginDir": self.plugin_dir,
+                "fileCheckFrequency": "5s", "syncFrequency": "10s",
+                "nodeStatusUpdateFrequency": "5s",
+                "serializeImagePulls": False,
+                "kubeAPIQPS": 50, "kubeAPIBurst": 100,
+            }, f)
+        self._run("kubelet", [
+            os.path.join(self.bin, "kubelet"),
+            "--config", config,
+            "--kubeconfig", self.kubelet_kubeconfig,
+            "--root-dir", self.kubelet_root,
+            "--cert-dir", os.path.join(self.dir, "kubelet-pki"),
+            "--hostname-override", self.node_name,
+            "--node-ip", NODE_IP,
+            "--container-runtime", "remote",
+            "--container-runtime-endpoint", "unix://" + self.containerd_socket,
+            "--v=2"])
+
+    # ----- queries ----------------------------------------------------------------------
+
+    def kubectl(self, *args, check=True, input=None, timeout=60):
+        """Runs kubectl against the cluster as admin; returns stdout."""
+        r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, *args], input=input,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise ClusterError("kubectl %s: %s" % (" ".join(args), r.stderr.strip()))
+        return r.stdout
+
+    def kubectl_json(self, *args):
+        return json.loads(self.kubectl(*args, "-o", "json"))
+
+    def _kubectl_ok(self, *args):
+        try:
+            return subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, *args],
+                                  capture_output=True, timeout=10).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def node_ready(self):
+        try:
+            node = self.kubectl_json("get", "node", self.node_name)
+        except (ClusterError, ValueError, subprocess.TimeoutExpired):
+            return False
+        return any(c["type"] == "Ready" and c["status"] == "True"
+                   for c in node.get("status", {}).get("conditions", []))
+
+
+def become_subreaper():
+    """Orphans (containerd's shims, the containers' processes) become our children rather than
+    PID 1's: this machine's PID 1 does not reap them, and teardown must leave no zombie."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def reap_orphans():
+    """Collects every exited child that nobody waits for (they were killed with the cluster)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _pid_alive(pid):
+    return os.path.exists("/proc/%d" % pid)
+
+
+def sweep_stale_clusters():
+    """Removes what a harness killed with -9 left behind: its processes and cgroups, loop
+    devices on its files, and its temp dir. Its mounts went with its mount namespace."""
+    for mount, directory in cgroups.stale_cluster_groups():
+        for walk_dir, _, files in os.walk(directory):
+            if "cgroup.procs" in files:
+                with open(os.path.join(walk_dir, "cgroup.procs")) as f:
+                    for pid in f.read().split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+    for mount, directory in cgroups.stale_cluster_groups():
+        for walk_dir, _, _ in sorted(os.walk(directory), key=lambda w: -w[0].count("/")):
+            for _ in range(20):
+                try:
+                    os.rmdir(walk_dir)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        m = re.match(r"flexcsi-cluster-(\d+)-", name)
+        if m and not _pid_alive(int(m.group(1))):
+            path = os.path.join(tmp, name)
+            namespace.unmount_below(path)
+            namespace.detach_loop_devices_below(path + "/")
+            if not os.path.exists(os.path.join(path, KEPT_MARKER)):
+                shutil.rmtree(path, ignore_errors=True)

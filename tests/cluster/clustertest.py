@@ -1,0 +1,162 @@
+"""What every real-cluster suite shares: how it starts (skip line, private mount namespace),
+one cluster per test module, and waiting on Kubernetes objects the way a person would.
+
+A suite module ends with `if __name__ == "__main__": clustertest.main()` and uses
+`clustertest.CLUSTER` in its tests."""
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+import assets
+import cluster as kube_cluster
+import namespace
+
+CLUSTER = None
+SKIP = 77
+BUSYBOX = "localhost/flexcsi/busybox:1"
+
+
+def build_dir():
+    return os.environ.get("FLEXCSI_BUILD_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
+
+
+def main():
+    """Skips with one line (exit 77) without assets; otherwise re-runs itself in a private
+    mount namespace and runs the module's tests."""
+    try:
+        bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
+                                or os.path.join(build_dir(), "kube-assets"))
+    except assets.AssetsMissing as e:
+        print("SKIP: " + str(e), flush=True)
+        sys.exit(SKIP)
+    if not namespace.in_private_mount_namespace():
+        os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.executable,
+                              *sys.argv])
+    os.environ["FLEXCSI_KUBE_BIN"] = bin_dir
+    unittest.main(module="__main__", verbosity=2)
+
+
+def start_cluster():
+    """For setUpModule: one cluster for the module's tests."""
+    global CLUSTER
+    CLUSTER = kube_cluster.Cluster(os.environ["FLEXCSI_KUBE_BIN"],
+                                   keep=bool(os.environ.get("FLEXCSI_KEEP_TEST_DIR")))
+    CLUSTER.start()
+    print("\ncluster up in %.1f s" % CLUSTER.timings["up"], flush=True)
+    return CLUSTER
+
+
+def stop_cluster():
+    """For tearDownModule: fails the run when anything was left behind."""
+    global CLUSTER
+    if CLUSTER is None:
+        return
+    c, CLUSTER = CLUSTER, None
+    left = c.stop()
+    print("cluster down in %.1f s" % c.timings["down"], flush=True)
+    if left:
+        raise AssertionError("teardown left: " + ", ".join(left))
+
+
+def wait_for(what, check, timeout=90, interval=0.5):
+    """Polls `check()` until it returns a truthy value, which is returned."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+        except Exception as e:  # noqa: BLE001 - the last error is reported on time-out
+            result, last = None, e
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError("timed out after %d s waiting for %s%s"
+                         % (timeout, what, " (last error: %s)" % last if last else ""))
+
+
+def apply(objects):
+    """kubectl apply of one object or a list of them (dicts)."""
+    items = objects if isinstance(objects, list) else [objects]
+    CLUSTER.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": items}))
+
+
+def get(kind, name, ns=None):
+    args = ["get", kind, name] + (["-n", ns] if ns else [])
+    try:
+        return CLUSTER.kubectl_json(*args)
+    except kube_cluster.ClusterError as e:
+        if "NotFound" in str(e) or "not found" in str(e):
+            return None
+        raise
+
+
+def pod_events(ns, pod):
+    out = CLUSTER.kubectl("get", "events", "-n", ns, "--field-selector",
+                          "involvedObject.name=" + pod, "-o",
+                          "custom-columns=REASON:.reason,MESSAGE:.message", check=False)
+    return out.strip()
+
+
+def wait_pod_running(ns, name, timeout=120):
+    def running():
+        pod = get("pod", name, ns)
+        if pod and pod.get("status", {}).get("phase") in ("Failed", "Succeeded"):
+            raise AssertionError("pod %s/%s ended: %s" % (ns, name, pod["status"]))
+        return pod and any(c["type"] == "Ready" and c["status"] == "True"
+                           for c in pod.get("status", {}).get("conditions", []))
+    try:
+        return wait_for("pod %s/%s to run" % (ns, name), running, timeout)
+    except AssertionError as e:
+        raise AssertionError("%s\nevents:\n%s" % (e, pod_events(ns, name))) from None
+
+
+def delete_and_wait(kind, name, ns=None, timeout=120):
+    args = ["delete", kind, name, "--ignore-not-found", "--wait=false"] + (["-n", ns] if ns else [])
+    CLUSTER.kubectl(*args)
+    wait_for("%s %s to be gone" % (kind, name), lambda: get(kind, name, ns) is None, timeout)
+
+
+# What kubectl exec answers while a restarted kubelet has not yet taken its pods back.
+_KUBELET_CATCHING_UP = ("pod does not exist", "container not found", "No such container")
+
+
+def exec_in(ns, pod, *command, container=None, check=True, timeout=60):
+    args = ["exec", "-n", ns, pod] + (["-c", container] if container else []) + ["--", *command]
+    deadline = time.monotonic() + timeout
+    while True:
+        r = subprocess.run(["kubectl", "--kubeconfig", CLUSTER.kubeconfig, *args],
+                           capture_output=True, text=True, timeout=60)
+        if not (r.returncode != 0 and any(m in r.stderr for m in _KUBELET_CATCHING_UP)
+                and time.monotonic() < deadline):
+            break
+        time.sleep(0.5)
+    if check and r.returncode != 0:
+        raise AssertionError("exec in %s/%s %s: %s%s" % (ns, pod, command, r.stdout, r.stderr))
+    return r.stdout
+
+
+def namespace_object(name):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def busybox_pod(ns, name, volumes, mounts, command="sleep 3600", fs_group=None,
+                node=None):
+    """A hostNetwork busybox pod (there is no CNI) that mounts `volumes`."""
+    spec = {
+        "hostNetwork": True,
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "main", "image": BUSYBOX, "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", command], "volumeMounts": mounts}],
+        "volumes": volumes,
+    }
+    if fs_group is not None:
+        spec["securityContext"] = {"fsGroup": fs_group}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}

@@ -1,0 +1,127 @@
+"""flexcsi on the test cluster's node, as an operator installs it on a host: one flexcsi-bridge
+serving one csi-loopback per driver shape, and each FlexVolume driver installed by
+`flexcsi install-driver` into kubelet's and kube-controller-manager's plugin dirs.
+
+All processes are children of the suite, so they live in the cluster's mount namespace and
+cgroup, and teardown finds them."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from clustertest import build_dir
+from cluster import Process
+
+# csi-loopback's switches, each imitating another kind of CSI driver.
+SHAPES = {
+    "default": {"args": [], "attach": True},                  # stages by mounting, attaches
+    "stagenomount": {"args": ["--stage-without-mount"], "attach": True},  # csi-driver-host-path
+    "nostage": {"args": ["--no-stage-unstage"], "attach": True},          # publish only
+    "noattach": {"args": ["--no-attach"], "attach": False},    # no ControllerPublish: NFS-like
+}
+
+
+def flex_driver(shape):
+    return "flexcsi/" + shape
+
+
+def csi_driver(shape):
+    return shape + ".loopback.csi.flexcsi.io"
+
+
+class NodePlugins:
+    def __init__(self, cluster, shapes=tuple(SHAPES)):
+        self.cluster = cluster
+        self.shapes = list(shapes)
+        build = build_dir()
+        self.bridge_bin = os.path.join(build, "bridge", "flexcsi-bridge")
+        self.loopback_bin = os.path.join(build, "drivers", "loopback", "csi-loopback")
+        self.flexcsi_bin = os.path.join(build, "cli", "flexcsi")
+        self.flexexec_bin = os.path.join(build, "flexexec", "flexexec")
+        self.dir = os.path.join(cluster.dir, "flexcsi")
+        self.socket = os.path.join(self.dir, "bridge.sock")
+        self.config = os.path.join(self.dir, "bridge.yaml")
+        self.state_db = os.path.join(self.dir, "state.db")
+        self.procs = {}
+
+    def csi_socket(self, shape):
+        return os.path.join(self.dir, shape, "csi.sock")
+
+    def csi_state_dir(self, shape):
+        return os.path.join(self.dir, shape, "state")
+
+    def start(self):
+        for binary in (self.bridge_bin, self.loopback_bin, self.flexcsi_bin, self.flexexec_bin):
+            if not os.access(binary, os.X_OK):
+                raise AssertionError("%s is not built" % binary)
+        drivers = []
+        for shape in self.shapes:
+            os.makedirs(self.csi_state_dir(shape), exist_ok=True)
+            endpoint = "unix://" + self.csi_socket(shape)
+            self.procs[shape] = Process(
+                "csi-loopback-" + shape,
+                [self.loopback_bin, "--endpoint", endpoint, "--nodeid", self.cluster.node_name,
+                 "--driver-name", csi_driver(shape), "--state-dir", self.csi_state_dir(shape),
+                 *SHAPES[shape]["args"]],
+                os.path.join(self.cluster.logs, "csi-loopback-%s.log" % shape))
+            self.procs[shape].start()
+            drivers.append({
+                "flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
+                "attach": SHAPES[shape]["attach"], "accessMode": "ReadWriteOnce",
+                "rule": {"csiDriver": csi_driver(shape),
+                         "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
+        with open(self.config, "w") as f:
+            json.dump({"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
+                       "stateDatabase": self.state_db, "metricsAddress": "",
+                       "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
+                       "drivers": drivers}, f, indent=2)
+        for shape in self.shapes:
+            self._wait_socket(self.csi_socket(shape), self.procs[shape])
+        self.procs["bridge"] = Process("flexcsi-bridge",
+                                       [self.bridge_bin, "--config", self.config],
+                                       os.path.join(self.cluster.logs, "flexcsi-bridge.log"))
+        self.start_bridge()
+        for plugin_dir in (self.cluster.plugin_dir, self.cluster.controller_plugin_dir):
+            subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
+                            "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
+                           check=True, capture_output=True, text=True)
+
+    def _wait_socket(self, path, proc, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if not proc.alive():
+                raise AssertionError("%s exited at start:\n%s" % (proc.name, proc.tail()))
+            if time.monotonic() > deadline:
+                raise AssertionError("%s did not listen on %s" % (proc.name, path))
+            time.sleep(0.05)
+
+    def start_bridge(self):
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
+        self.procs["bridge"].start()
+        self._wait_socket(self.socket, self.procs["bridge"])
+
+    def kill_bridge(self, sig=signal.SIGKILL):
+        self.procs["bridge"].stop(sig)
+
+    def stop(self):
+        for proc in self.procs.values():
+            proc.stop()
+
+    def create_volume(self, shape, name, size="320Mi", fs_type="xfs"):
+        r = subprocess.run([self.flexcsi_bin, "volume", "create", "--endpoint",
+                            "unix://" + self.csi_socket(shape), "--name", name, "--size", size,
+                            "--fs-type", fs_type], check=True, capture_output=True, text=True)
+        return r.stdout.strip()
+
+    def records(self):
+        """The bridge's attachment, staging and publication records (`flexcsi state`)."""
+        r = subprocess.run([self.flexcsi_bin, "state", "--socket", self.socket, "-o", "json"],
+                           check=True, capture_output=True, text=True)
+        return json.loads(r.stdout)
+
+    def loop_devices(self):
+        """Loop devices backed by any csi-loopback's volumes."""
+        import namespace
+        return [(d, b) for d, b in namespace.loop_devices() if b.startswith(self.dir + "/")]

@@ -129,6 +129,9 @@ StatusOr<BridgeConfig> BridgeConfig::FromJson(const nlohmann::json& j) {
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "metricsAddress", &c.metrics_address, ""));
   FLEXCSI_RETURN_IF_ERROR(ReadInt(j, "reconcileIntervalSeconds", &c.reconcile_interval_seconds, ""));
   FLEXCSI_RETURN_IF_ERROR(ReadInt(j, "unavailableRetrySeconds", &c.unavailable_retry_seconds, ""));
+  FLEXCSI_RETURN_IF_ERROR(ReadString(j, "nodeName", &c.node_name, ""));
+  FLEXCSI_RETURN_IF_ERROR(ReadString(j, "kubeconfig", &c.kubeconfig, ""));
+  FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "registerDrivers", &c.register_drivers, ""));
   auto drivers = j.find("drivers");
   if (drivers == j.end() || !drivers->is_array() || drivers->empty()) {
     return InvalidArgument("drivers must list at least one FlexVolume driver to serve");

@@ -54,6 +54,11 @@ struct BridgeConfig {
   std::string metrics_address;          // empty: no metrics listener
   int reconcile_interval_seconds = 60;  // background retry of unfinished rollbacks
   int unavailable_retry_seconds = 10;   // how long a down CSI driver is waited for per call
+  // Node registration of the drivers (node_registrar.h), as kubelet's CSI plugin does it: the
+  // Node's name (else $NODE_NAME) and a kubeconfig (else in-cluster configuration in a pod).
+  std::string node_name;
+  std::string kubeconfig;
+  bool register_drivers = true;
   std::vector<DriverConfig> drivers;
 
   // nullptr when `flex_driver` is not configured.

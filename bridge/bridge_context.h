@@ -34,12 +34,15 @@ class CsiClients {
   std::map<std::string, std::unique_ptr<CsiClient>> clients_;  // guarded by mu_
 };
 
+class NodeRegistrar;
+
 struct BridgeContext {
   const BridgeConfig& config;
   StateStore& store;
   VolumeLocks& locks;
   Metrics& metrics;
   CsiClients& clients;
+  const NodeRegistrar* registrar = nullptr;  // null until started, and in tests
 
   CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }
 };

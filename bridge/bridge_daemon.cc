@@ -52,6 +52,11 @@ Status BridgeDaemon::Start() {
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
 
   LogDriverIdentities(config_, *clients_);
+  // Registration runs beside the serving, never in front of it: a cluster that is down or
+  // denies the writes must not keep a single mount from happening.
+  registrar_ = std::make_unique<NodeRegistrar>(config_, *clients_, ResolveRegistrationAccess(config_));
+  registrar_->Start();
+  ctx_->registrar = registrar_.get();
   startup_report_ = ReconcileWithMountTable(*ctx_, ReconcileScope::kAllRecords);
   for (const auto& line : startup_report_.details) spdlog::warn("reconcile: {}", line);
   auto counts = store_->CountRecords();
@@ -83,6 +88,7 @@ Status BridgeDaemon::Start() {
 void BridgeDaemon::Stop() {
   if (server_) server_->Stop();
   if (reconciler_) reconciler_->Stop();
+  if (registrar_) registrar_->Stop();
   if (metrics_server_) metrics_server_->Stop();
   server_.reset();
   reconciler_.reset();

@@ -8,6 +8,7 @@
 #include "bridge/bridge_context.h"
 #include "bridge/call_dispatcher.h"
 #include "bridge/metrics_http_server.h"
+#include "bridge/node_registrar.h"
 #include "bridge/reconciler.h"
 #include "bridge/request_server.h"
 
@@ -34,6 +35,7 @@ class BridgeDaemon {
   std::unique_ptr<CallDispatcher> dispatcher_;
   std::unique_ptr<RequestServer> server_;
   std::unique_ptr<PeriodicReconciler> reconciler_;
+  std::unique_ptr<NodeRegistrar> registrar_;
   std::unique_ptr<MetricsHttpServer> metrics_server_;
   ReconcileReport startup_report_;
 };

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bridge/flex_calls.h"
+#include "bridge/node_registrar.h"
 
 namespace flexcsi {
 namespace {
@@ -110,6 +111,12 @@ nlohmann::json CallDispatcher::Health() {
       }
       if (auto caps = client.ControllerGetCapabilities(deadline); caps.ok()) {
         entry["controllerCapabilities"] = CapabilityNames(*caps);
+      }
+    }
+    if (ctx_.registrar != nullptr) {
+      const nlohmann::json registrations = ctx_.registrar->Snapshot();
+      if (registrations.contains(d.csi_endpoint)) {
+        entry["registration"] = registrations[d.csi_endpoint];
       }
     }
     drivers.push_back(entry);

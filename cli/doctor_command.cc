@@ -295,6 +295,39 @@ std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
   return checks;
 }
 
+std::vector<DoctorCheck> CheckDriverRegistrations(const nlohmann::json& health) {
+  std::vector<DoctorCheck> checks;
+  std::set<std::string> endpoints;  // flex drivers sharing a CSI driver share its registration
+  if (!health.contains("drivers") || !health["drivers"].is_array()) return checks;
+  for (const auto& d : health["drivers"]) {
+    if (!d.contains("registration") || !endpoints.insert(d.value("endpoint", "")).second) continue;
+    const nlohmann::json& r = d["registration"];
+    const std::string csi = r.value("driver", d.value("csiDriver", std::string("?")));
+    const std::string name = "registration " + csi;
+    const std::string state = r.value("state", "");
+    const std::string node = r.value("node", "");
+    const std::string message = r.value("message", "");
+    if (state == "registered") {
+      checks.push_back(Pass(name, "on node " + node + " with node id " + r.value("nodeId", "")));
+    } else if (state == "off") {
+      checks.push_back(Warn(name, "not registered: " + message,
+                            "give the bridge nodeName (or NODE_NAME) and cluster access (a "
+                            "kubeconfig, or run it in a pod with its service account); without "
+                            "it, PVs with topology do not schedule to this node"));
+    } else if (state == "failed") {
+      checks.push_back(Fail(name,
+                            "not registered on node " + node + " after " +
+                                std::to_string(r.value("attempts", 0)) + " attempt(s): " + message,
+                            "check the bridge's RBAC (get/patch its Node; get/create/update "
+                            "CSINode) and the reason above"));
+    } else {
+      checks.push_back(Warn(name, "not registered yet: " + message,
+                            "wait for the CSI driver to answer NodeGetInfo"));
+    }
+  }
+  return checks;
+}
+
 DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
                                         const std::vector<MountInfoLine>& mounts) {
   const std::string name = "kubelet root propagation";
@@ -479,6 +512,7 @@ std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
   nlohmann::json health;
   checks.push_back(CheckBridgeSocket(config.socket, &health));
   for (auto& c : CheckCsiEndpoints(config, health)) checks.push_back(std::move(c));
+  for (auto& c : CheckDriverRegistrations(health)) checks.push_back(std::move(c));
 
   auto mounts = ReadMountInfo(options.mountinfo_path);
   if (!mounts.ok()) {

@@ -53,6 +53,10 @@ DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health)
 // One row per configured driver; uses the health reply when there is one.
 std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
                                            const nlohmann::json& health);
+// One row per CSI driver the bridge registers on the Node and CSINode (node_registrar.h), from
+// the health reply: pass when registered, warn when off or waiting for the driver, fail when the
+// cluster refused it (the reason, e.g. a topology label collision, is in the detail).
+std::vector<DoctorCheck> CheckDriverRegistrations(const nlohmann::json& health);
 DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
                                         const std::vector<MountInfoLine>& mounts);
 DoctorCheck CheckStateDatabase(const std::string& path);

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bridge/bridge_config.h"
+#include "bridge/node_registrar.h"
 #include "cli/cli_parse.h"
 #include "common/command_runner.h"
 
@@ -374,13 +375,68 @@ int RunInstallDriverCommand(const std::vector<std::string>& args, std::ostream& 
   return 0;
 }
 
+namespace {
+
+// The cluster side of uninstalling: the CSI driver's registration on this node (node_registrar.h),
+// which the bridge wrote and which only this explicit step removes. Needs the bridge
+// configuration (which CSI driver the FlexVolume driver maps to, the node and the cluster access).
+int UnregisterFromNode(const std::string& config_path, const std::string& flex_driver,
+                       const std::string& node_name, const std::string& kubeconfig,
+                       std::ostream& out, std::ostream& err) {
+  auto config = BridgeConfig::LoadFile(config_path);
+  if (!config.ok()) {
+    err << "uninstall-driver: " << config.status().ToString() << "\n";
+    return 1;
+  }
+  const DriverConfig* driver = config->FindDriver(flex_driver);
+  if (driver == nullptr) {
+    out << "registration: " << config_path << " configures no driver " << flex_driver
+        << "; nothing to unregister\n";
+    return 0;
+  }
+  const std::string csi_driver = driver->CsiDriver();
+  for (const auto& other : config->drivers) {
+    if (other.flex_driver != flex_driver && other.CsiDriver() == csi_driver) {
+      out << "registration: CSI driver " << csi_driver << " kept on the node: " << other.flex_driver
+          << " still uses it\n";
+      return 0;
+    }
+  }
+  if (!node_name.empty()) config->node_name = node_name;
+  if (!kubeconfig.empty()) config->kubeconfig = kubeconfig;
+  config->register_drivers = true;
+  RegistrationAccess access = ResolveRegistrationAccess(*config);
+  if (!access.client) {
+    out << "registration: left in place (" << access.why_not << ")\n";
+    return 0;
+  }
+  Status removed = UnregisterDriverFromNode(*access.client, access.node_name, csi_driver);
+  if (!removed.ok()) {
+    err << "uninstall-driver: cannot unregister CSI driver " << csi_driver << " from node "
+        << access.node_name << ": " << removed.ToString() << "\n";
+    return 1;
+  }
+  out << "registration: CSI driver " << csi_driver << " removed from node " << access.node_name
+      << " (CSINode entry, node-id annotation, its own topology labels)\n";
+  return 0;
+}
+
+}  // namespace
+
 int RunUninstallDriverCommand(const std::vector<std::string>& args, std::ostream& out,
                               std::ostream& err) {
   std::string driver;
   std::string plugin_dir = kDefaultFlexPluginDir;
+  std::string config_path, node_name, kubeconfig;
   CLI::App app("Remove a FlexVolume driver installed by install-driver",
                "flexcsi uninstall-driver");
   AddCommonFlags(app, &driver, &plugin_dir, /*driver_optional=*/false);
+  app.add_option("--config", config_path,
+                 "bridge configuration: also remove the CSI driver's registration on this node "
+                 "(stop the bridge or drop the driver from it first, or it registers it again)");
+  app.add_option("--node-name", node_name, "this node (default: nodeName, else $NODE_NAME)");
+  app.add_option("--kubeconfig", kubeconfig,
+                 "cluster access (default: the configuration's, else in-cluster)");
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
   auto report = UninstallDriver(driver, plugin_dir);
   if (!report.ok()) {
@@ -388,7 +444,8 @@ int RunUninstallDriverCommand(const std::vector<std::string>& args, std::ostream
     return 1;
   }
   PrintReport(*report, out);
-  return 0;
+  if (config_path.empty()) return 0;
+  return UnregisterFromNode(config_path, driver, node_name, kubeconfig, out, err);
 }
 
 }  // namespace flexcsi

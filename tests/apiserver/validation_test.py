@@ -214,3 +214,25 @@ class PodAndWorkloadValidationTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CsiNodeValidationTest(ServerTestCase):
+    """Found on the real API server (tests/cluster/controller_suite_test.py): a CSINode driver
+    entry is immutable as a whole; entries may only be added and removed."""
+    SERVER_OPTIONS = {"run_controllers": False}
+    CSINODES = "/apis/storage.k8s.io/v1/csinodes"
+
+    def test_a_driver_entry_is_immutable_but_may_be_removed_and_added_again(self):
+        entry = {"name": "d.csi.io", "nodeID": "n1", "topologyKeys": ["k"]}
+        self.api.create(self.CSINODES, {"metadata": {"name": "node-1"},
+                                        "spec": {"drivers": [entry]}})
+        current = self.api.get(self.CSINODES + "/node-1")
+        current["spec"]["drivers"] = [dict(entry, nodeID="n2")]
+        e = self.assertApiError(422, self.api.update, self.CSINODES + "/node-1", current)
+        self.assertEqual(causes(e), [("CSINodeDriver", "FieldValueInvalid")])
+        self.assertIn("field is immutable", e["message"])
+        current["spec"]["drivers"] = []
+        current = self.api.update(self.CSINODES + "/node-1", current)
+        current["spec"]["drivers"] = [dict(entry, nodeID="n2")]
+        self.assertEqual(self.api.update(self.CSINODES + "/node-1",
+                                         current)["spec"]["drivers"][0]["nodeID"], "n2")

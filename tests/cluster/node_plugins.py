@@ -31,9 +31,12 @@ def csi_driver(shape):
 
 
 class NodePlugins:
-    def __init__(self, cluster, shapes=tuple(SHAPES)):
+    def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None):
+        """`registration_kubeconfig`: the bridge registers its drivers on the node with it
+        (nodeName and kubeconfig in its configuration); None: no cluster access."""
         self.cluster = cluster
         self.shapes = list(shapes)
+        self.registration_kubeconfig = registration_kubeconfig
         build = build_dir()
         self.bridge_bin = os.path.join(build, "bridge", "flexcsi-bridge")
         self.loopback_bin = os.path.join(build, "drivers", "loopback", "csi-loopback")
@@ -71,21 +74,24 @@ class NodePlugins:
                 "attach": SHAPES[shape]["attach"], "accessMode": "ReadWriteOnce",
                 "rule": {"csiDriver": csi_driver(shape),
                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
+        config = {"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
+                  "stateDatabase": self.state_db, "metricsAddress": "",
+                  "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
+                  "drivers": drivers}
+        if self.registration_kubeconfig:
+            config.update(nodeName=self.cluster.node_name,
+                          kubeconfig=self.registration_kubeconfig)
+        else:
+            config["registerDrivers"] = False
         with open(self.config, "w") as f:
-            json.dump({"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
-                       "stateDatabase": self.state_db, "metricsAddress": "",
-                       "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
-                       "drivers": drivers}, f, indent=2)
+            json.dump(config, f, indent=2)
         for shape in self.shapes:
             self._wait_socket(self.csi_socket(shape), self.procs[shape])
         self.procs["bridge"] = Process("flexcsi-bridge",
                                        [self.bridge_bin, "--config", self.config],
                                        os.path.join(self.cluster.logs, "flexcsi-bridge.log"))
         self.start_bridge()
-        for plugin_dir in (self.cluster.plugin_dir, self.cluster.controller_plugin_dir):
-            subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
-                            "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
-                           check=True, capture_output=True, text=True)
+        self.install_drivers()
 
     def _wait_socket(self, path, proc, timeout=30):
         deadline = time.monotonic() + timeout
@@ -95,6 +101,32 @@ class NodePlugins:
             if time.monotonic() > deadline:
                 raise AssertionError("%s did not listen on %s" % (proc.name, path))
             time.sleep(0.05)
+
+    def restart_driver(self, shape, **options):
+        """Restarts one csi-loopback, its options replaced by `options` (node_id="x" for
+        --nodeid x); without options, as first started."""
+        proc = self.procs[shape]
+        proc.stop()
+        if os.path.exists(self.csi_socket(shape)):
+            os.unlink(self.csi_socket(shape))
+        if not hasattr(proc, "base_argv"):
+            proc.base_argv = list(proc.argv)
+        argv = list(proc.base_argv)
+        for name, value in options.items():
+            flag = "--" + name.replace("_", "")
+            argv[argv.index(flag) + 1] = value
+        proc.argv = argv
+        proc.start()
+        self._wait_socket(self.csi_socket(shape), proc)
+
+    def install_drivers(self):
+        for plugin_dir in (self.cluster.plugin_dir, self.cluster.controller_plugin_dir):
+            subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
+                            "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
+                           check=True, capture_output=True, text=True)
+
+    def flexcsi(self, *args):
+        return subprocess.run([self.flexcsi_bin, *args], capture_output=True, text=True)
 
     def start_bridge(self):
         if os.path.exists(self.socket):

@@ -470,6 +470,19 @@ def validate_csi_driver_update(new, old):
     return causes
 
 
+def validate_csi_node_update(new, old):
+    """ValidateCSINodeUpdate: an entry of spec.drivers may come and go, but one that stays (by
+    name) may not change at all; kubelet changes one by unregistering and registering again."""
+    causes = []
+    old_drivers = {d.get("name"): d for d in (old.get("spec") or {}).get("drivers") or []}
+    for driver in (new.get("spec") or {}).get("drivers") or []:
+        before = old_drivers.get(driver.get("name"))
+        if before is not None and before != driver:
+            causes.append(("CSINodeDriver", "Invalid value", "%s: field is immutable"
+                           % _q(driver)))
+    return causes
+
+
 def validate_lease(obj):
     spec = obj.get("spec") or {}
     d = spec.get("leaseDurationSeconds")
@@ -509,6 +522,7 @@ _UPDATE = {
     "StorageClass": validate_storage_class_update,
     "VolumeAttachment": validate_volume_attachment_update,
     "CSIDriver": validate_csi_driver_update,
+    "CSINode": validate_csi_node_update,
     "VolumeSnapshot": validate_volume_snapshot_update,
     "VolumeSnapshotContent": validate_volume_snapshot_content_update,
 }

@@ -1,0 +1,294 @@
+#include "bridge/node_registrar.h"
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "kube/kube_config.h"
+
+namespace flexcsi {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kConflictRetries = 5;
+constexpr milliseconds kFirstRetry = seconds(1);
+constexpr milliseconds kMaxRetry = std::chrono::minutes(5);
+constexpr seconds kPollDrivers = seconds(5);     // NodeGetInfo: cheap, local
+constexpr seconds kRecheckCluster = seconds(60);  // someone may have edited the objects
+
+kube::ResourcePath NodePath(const std::string& name) { return kube::ResourcePath::Core("nodes").Named(name); }
+kube::ResourcePath CsiNodes() { return kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"); }
+
+// A 404 for the resource itself (clusters before 1.14 serve no CSINode) rather than the object.
+bool ResourceNotServed(const Status& s) {
+  return kube::IsNotFound(s) &&
+         s.message().find("could not find the requested resource") != std::string::npos;
+}
+
+// Reads the CSINode: {} when the object is missing, null when the resource is not served.
+StatusOr<json> GetCsiNode(kube::KubeClient& client, const std::string& node_name) {
+  auto csinode = client.Get(CsiNodes().Named(node_name));
+  if (csinode.ok()) return csinode;
+  if (ResourceNotServed(csinode.status())) return json(nullptr);
+  if (kube::IsNotFound(csinode.status())) return json::object();
+  return csinode.status();
+}
+
+Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, const DriverNodeInfo& info) {
+  const std::string name = node["metadata"].value("name", "");
+  for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
+    auto csinode = GetCsiNode(client, name);
+    if (!csinode.ok()) return csinode.status();
+    if (csinode->is_null()) return Status::Ok();  // not served: labels and annotation only
+    Status written;
+    if (csinode->empty()) {
+      written = client.Create(CsiNodes(), NewCsiNode(node, info)).status();
+      if (kube::IsAlreadyExists(written)) continue;  // kubelet made it meanwhile
+    } else if (auto updated = CsiNodeWithDriver(*csinode, info)) {
+      // The API server keeps a driver entry immutable as a whole. kubelet only ever changes
+      // one by unregistering the driver (its socket went away) and registering it again: do the
+      // same, in two writes.
+      auto without = CsiNodeWithoutDriver(*csinode, info.driver);
+      written = client.Update(CsiNodes().Named(name), without ? *without : *updated).status();
+      if (kube::IsConflict(written) || (written.ok() && without)) continue;
+    }
+    return written;
+  }
+  return Unavailable("CSINode " + name + " kept changing under " +
+                     std::to_string(kConflictRetries) + " updates");
+}
+
+}  // namespace
+
+Status RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
+                            const DriverNodeInfo& info) {
+  for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
+    auto node = client.Get(NodePath(node_name));
+    if (!node.ok()) return node.status();
+    auto csinode = GetCsiNode(client, node_name);
+    if (!csinode.ok()) return csinode.status();
+    auto patch = NodeRegistrationPatch(*node, *csinode, info);
+    if (!patch.ok()) return patch.status();
+    if (patch->has_value()) {
+      Status patched = client.Patch(NodePath(node_name), kube::PatchType::kMerge, **patch).status();
+      if (kube::IsConflict(patched)) continue;
+      FLEXCSI_RETURN_IF_ERROR(patched);
+    }
+    return WriteCsiNodeEntry(client, *node, info);
+  }
+  return Unavailable("Node " + node_name + " kept changing under " +
+                     std::to_string(kConflictRetries) + " patches");
+}
+
+Status UnregisterDriverFromNode(kube::KubeClient& client, const std::string& node_name,
+                                const std::string& driver) {
+  for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
+    auto node = client.Get(NodePath(node_name));
+    if (!node.ok()) return node.status();
+    auto csinode = GetCsiNode(client, node_name);
+    if (!csinode.ok()) return csinode.status();
+    // The labels first: which ones are the driver's own is read from its CSINode entry.
+    if (auto patch = NodeUnregistrationPatch(*node, *csinode, driver)) {
+      Status patched = client.Patch(NodePath(node_name), kube::PatchType::kMerge, *patch).status();
+      if (kube::IsConflict(patched)) continue;
+      FLEXCSI_RETURN_IF_ERROR(patched);
+    }
+    if (csinode->is_object() && !csinode->empty()) {
+      if (auto updated = CsiNodeWithoutDriver(*csinode, driver)) {
+        Status written = client.Update(CsiNodes().Named(node_name), *updated).status();
+        if (kube::IsConflict(written)) continue;
+        FLEXCSI_RETURN_IF_ERROR(written);
+      }
+    }
+    return Status::Ok();
+  }
+  return Unavailable("Node or CSINode " + node_name + " kept changing");
+}
+
+StatusOr<RegisteredDriver> InspectDriverRegistration(kube::KubeClient& client,
+                                                     const std::string& node_name,
+                                                     const DriverNodeInfo& expected) {
+  auto node = client.Get(NodePath(node_name));
+  if (!node.ok()) return node.status();
+  auto csinode = GetCsiNode(client, node_name);
+  if (!csinode.ok()) return csinode.status();
+  RegisteredDriver seen = ReadRegistration(*node, *csinode, expected);
+  seen.csinode_served = !csinode->is_null();
+  return seen;
+}
+
+RegistrationAccess ResolveRegistrationAccess(const BridgeConfig& config) {
+  RegistrationAccess access;
+  if (!config.register_drivers) {
+    access.why_not = "registerDrivers is false in the configuration";
+    return access;
+  }
+  access.node_name = config.node_name;
+  if (access.node_name.empty()) {
+    if (const char* env = std::getenv("NODE_NAME")) access.node_name = env;
+  }
+  if (access.node_name.empty()) {
+    access.why_not =
+        "no node name: set nodeName in the configuration, or NODE_NAME (the DaemonSet passes "
+        "spec.nodeName through the downward API)";
+    return access;
+  }
+  StatusOr<kube::ClientConfig> client_config = Unavailable("");
+  if (!config.kubeconfig.empty()) {
+    kube::ConfigFlags flags;
+    flags.kubeconfig = config.kubeconfig;
+    client_config = kube::LoadClientConfig(flags);
+  } else if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
+    client_config = kube::LoadInClusterConfig();
+  } else {
+    access.why_not =
+        "no cluster access: no kubeconfig in the configuration and not running in a pod";
+    return access;
+  }
+  if (client_config.ok()) {
+    client_config->user_agent = "flexcsi-bridge";
+    auto client = kube::KubeClient::Create(*client_config);
+    if (client.ok()) {
+      access.client = std::move(*client);
+      return access;
+    }
+    client_config = client.status();
+  }
+  access.why_not = "cannot reach the cluster: " + client_config.status().ToString();
+  return access;
+}
+
+NodeRegistrar::NodeRegistrar(const BridgeConfig& config, CsiClients& clients,
+                             RegistrationAccess access)
+    : config_(config), clients_(clients), access_(std::move(access)) {
+  for (const auto& d : config_.drivers) {
+    DriverState& state = states_[d.csi_endpoint];
+    state.driver = d.CsiDriver();
+    if (!access_.client) {
+      state.state = "off";
+      state.message = access_.why_not;
+    }
+  }
+}
+
+NodeRegistrar::~NodeRegistrar() { Stop(); }
+
+void NodeRegistrar::Start() {
+  if (!access_.client) {
+    spdlog::warn("CSI drivers are not registered on this node's Node and CSINode ({}); "
+                 "volumes whose PVs carry topology may not schedule to this node",
+                 access_.why_not);
+    return;
+  }
+  spdlog::info("registering CSI drivers on node {}", access_.node_name);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void NodeRegistrar::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void NodeRegistrar::Poke() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
+
+json NodeRegistrar::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  json out = json::object();
+  for (const auto& [endpoint, s] : states_) {
+    out[endpoint] = {{"driver", s.driver},
+                     {"node", access_.node_name},
+                     {"nodeId", s.registered ? s.registered->node_id : ""},
+                     {"state", s.state},
+                     {"message", s.message},
+                     {"attempts", s.attempts}};
+  }
+  return out;
+}
+
+void NodeRegistrar::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    for (auto& [endpoint, state] : states_) {
+      DriverState copy = state;
+      lock.unlock();
+      SyncEndpoint(endpoint, copy);  // talks to the driver and the API: never under mu_
+      lock.lock();
+      state = copy;
+      if (stop_) return;
+    }
+    cv_.wait_for(lock, kPollDrivers, [this] { return stop_ || poked_; });
+    poked_ = false;
+  }
+}
+
+void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state) {
+  const auto now = Clock::now();
+  if (now < state.next_attempt) return;
+  CsiClient& csi = clients_.For(endpoint);
+  const Deadline deadline = Deadline::In(seconds(5));
+  auto plugin = csi.GetPluginInfo(deadline);
+  auto info = plugin.ok() ? csi.NodeGetInfo(deadline) : StatusOr<csi::v1::NodeGetInfoResponse>(plugin.status());
+  if (!info.ok()) {
+    // Kept as registered: a restarting driver is still this node's driver.
+    if (!state.registered) state.state = "pending";
+    state.message = "driver not answering NodeGetInfo: " + info.status().ToString();
+    return;
+  }
+  DriverNodeInfo want;
+  want.driver = plugin->name();
+  want.node_id = info->node_id();
+  want.max_volumes = info->max_volumes_per_node();
+  if (info->has_accessible_topology()) {
+    for (const auto& [k, v] : info->accessible_topology().segments()) want.topology[k] = v;
+  }
+  state.driver = want.driver;
+  const bool changed = !state.registered || !(*state.registered == want);
+  if (!changed && now < state.next_check) return;
+  if (!changed) {
+    auto seen = InspectDriverRegistration(*access_.client, access_.node_name, want);
+    if (seen.ok() && seen->Matches(want)) {
+      state.next_check = now + kRecheckCluster;
+      return;
+    }
+    spdlog::warn("driver {}: its registration on node {} changed in the cluster{}; writing it "
+                 "again", want.driver, access_.node_name,
+                 seen.ok() ? "" : " (cannot read it: " + seen.status().ToString() + ")");
+  }
+  Status registered = RegisterDriverOnNode(*access_.client, access_.node_name, want);
+  if (registered.ok()) {
+    spdlog::info("driver {} registered on node {}: node id {}, {} topology segment(s), "
+                 "max volumes {}", want.driver, access_.node_name, want.node_id,
+                 want.topology.size(), want.max_volumes);
+    state.registered = want;
+    state.state = "registered";
+    state.message = "node id " + want.node_id;
+    state.attempts = 0;
+    state.delay = milliseconds(0);
+    state.next_check = now + kRecheckCluster;
+    return;
+  }
+  ++state.attempts;
+  state.delay = state.delay.count() == 0 ? kFirstRetry : std::min(state.delay * 2, kMaxRetry);
+  state.next_attempt = now + state.delay;
+  state.state = "failed";
+  state.message = registered.ToString();
+  spdlog::warn("driver {}: cannot register on node {} (attempt {}, next in {} s): {}",
+               want.driver, access_.node_name, state.attempts,
+               std::chrono::duration_cast<seconds>(state.delay).count(), registered.ToString());
+}
+
+}  // namespace flexcsi

@@ -279,9 +279,9 @@ Status Provisioner::RecoverJournal() {
     auto claim = ctx_.client->Get(Claims(intent.claim_namespace).Named(intent.claim_name));
     if (claim.ok() && JStr(JField(*claim, "metadata"), "uid") == intent.claim_uid &&
         !BeingDeleted(*claim)) {
-      // Still wanted: provisioning it again finds the same volume.
-      Status s = SyncClaim(intent.claim_namespace, intent.claim_name);
-      if (!s.ok()) result = s;
+      // Still wanted: the claim's own key (queued by every resync and claim event) provisions
+      // it again and finds the same volume. Not here: that would retry a failing claim outside
+      // its backoff, with one more ProvisioningFailed event each time.
       continue;
     }
     if (!claim.ok() && !kube::IsNotFound(claim.status())) {

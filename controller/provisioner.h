@@ -30,7 +30,8 @@ class Provisioner {
   Status SyncClaim(const std::string& namespace_, const std::string& name);
   Status SyncClaim(const nlohmann::json& claim);
 
-  // Finishes or undoes every journal row whose claim is not being provisioned right now.
+  // Finishes every row whose PV exists and undoes every row whose claim is gone; rows of live
+  // claims are left to the claims' own keys.
   Status RecoverJournal();
 
  private:

@@ -42,6 +42,10 @@ class Provisioner {
   // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.
   Status UndoIntent(const struct Intent& intent);
   void Failed(const nlohmann::json& claim, const std::string& storage_class, const Status& why);
+  // A Warning event on the claim when the volume's accessible topology (the PV's nodeAffinity)
+  // matches no node's labels.
+  void WarnIfNoNodeMatches(const nlohmann::json& claim, const std::string& pv_name,
+                           const csi::v1::Volume& volume);
 
   ControllerContext& ctx_;
   // Claims (uid) being provisioned right now: the journal replay and the claim's own key must

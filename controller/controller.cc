@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/relevant_revision.h"
+
 namespace flexcsi::controller {
 namespace {
 
@@ -13,12 +15,17 @@ std::string KeyOf(const std::string& prefix, const nlohmann::json& object) {
 
 }  // namespace
 
+void Controller::Enqueue(const std::string& kind, const nlohmann::json& object) {
+  queue_.Add(KeyOf(kind, object), RelevantRevision(kind, object));
+}
+
 Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client)
     : options_(std::move(options)),
       provisioner_(ctx_),
       deleter_(ctx_),
       resizer_(ctx_),
-      snapshotter_(ctx_) {
+      snapshotter_(ctx_),
+      queue_(options_.retry_interval_start, options_.retry_interval_max) {
   ctx_.client = client;
   ctx_.bridge = std::move(bridge);
   ctx_.metrics = &metrics_;
@@ -64,12 +71,12 @@ Status Controller::Start() {
   claims_ = std::make_unique<kube::Informer>(ctx_.client,
                                              kube::ResourcePath::Core("persistentvolumeclaims"));
   claims_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
-    if (type != "DELETED") Enqueue(KeyOf("claim", o));
+    if (type != "DELETED") Enqueue("claim", o);
   });
-  volumes_ = std::make_unique<kube::Informer>(ctx_.client,
-                                              kube::ResourcePath::Core("persistentvolumes"));
+  volumes_ =
+      std::make_unique<kube::Informer>(ctx_.client, kube::ResourcePath::Core("persistentvolumes"));
   volumes_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
-    if (type != "DELETED") Enqueue(KeyOf("pv", o));
+    if (type != "DELETED") Enqueue("pv", o);
     // A PV change (the expand controller raising capacity, a bind) may concern its claim.
     const auto& ref = JField(JField(o, "spec"), "claimRef");
     if (!JStr(ref, "name").empty()) {
@@ -81,7 +88,7 @@ Status Controller::Start() {
     snapshots_ = std::make_unique<kube::Informer>(
         ctx_.client, kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshots"));
     snapshots_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
-      if (type != "DELETED") Enqueue(KeyOf("snapshot", o));
+      if (type != "DELETED") Enqueue("snapshot", o);
       const std::string uid = JStr(JField(o, "metadata"), "uid");
       if (!uid.empty()) Enqueue("content/snapcontent-" + uid);
     });
@@ -89,15 +96,15 @@ Status Controller::Start() {
         ctx_.client,
         kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshotcontents"));
     contents_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
-      if (type != "DELETED") Enqueue(KeyOf("content", o));
+      if (type != "DELETED") Enqueue("content", o);
       const auto& ref = JField(JField(o, "spec"), "volumeSnapshotRef");
       if (!JStr(ref, "name").empty()) {
         Enqueue("snapshot/" + JStr(ref, "namespace") + "/" + JStr(ref, "name"));
       }
     });
   }
-  spdlog::info("snapshot.storage.k8s.io/v1 {}", snapshot_api_ ? "served: snapshots enabled"
-                                                              : "not served: snapshots via CLI only");
+  spdlog::info("snapshot.storage.k8s.io/v1 {}",
+               snapshot_api_ ? "served: snapshots enabled" : "not served: snapshots via CLI only");
   for (kube::Informer* inf : {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {
     if (inf == nullptr) continue;
     threads_.emplace_back([this, inf] { inf->Run(stop_threads_); });
@@ -115,11 +122,11 @@ bool Controller::Healthy() const {
 
 void Controller::ResyncAll() {
   Enqueue("journal");
-  for (const auto& o : claims_->List()) Enqueue(KeyOf("claim", o));
-  for (const auto& o : volumes_->List()) Enqueue(KeyOf("pv", o));
+  for (const auto& o : claims_->List()) Enqueue("claim", o);
+  for (const auto& o : volumes_->List()) Enqueue("pv", o);
   if (snapshots_) {
-    for (const auto& o : snapshots_->List()) Enqueue(KeyOf("snapshot", o));
-    for (const auto& o : contents_->List()) Enqueue(KeyOf("content", o));
+    for (const auto& o : snapshots_->List()) Enqueue("snapshot", o);
+    for (const auto& o : contents_->List()) Enqueue("content", o);
   }
 }
 
@@ -135,8 +142,8 @@ Status Controller::Process(const std::string& key) {
   const std::string ns = rest.substr(0, split), name = rest.substr(split + 1);
   if (kind == "snapshot") return snapshotter_.SyncSnapshot(ns, name);
   if (kind == "claim") {
-    auto claim = ctx_.client->Get(
-        kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name));
+    auto claim =
+        ctx_.client->Get(kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name));
     if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
     if (JStr(JField(*claim, "status"), "phase") == "Bound") return resizer_.SyncClaim(*claim);
     return provisioner_.SyncClaim(*claim);
@@ -148,18 +155,17 @@ void Controller::Worker() {
   while (auto key = queue_.Get()) {
     if (!leading_) {
       // Not the leader (any more): keep the key for later instead of acting on it.
-      queue_.Done(*key);
+      queue_.Done(*key, WorkQueue::Outcome::kDeferred);
       queue_.AddAfter(*key, std::chrono::milliseconds(500));
       continue;
     }
     Status s = Process(*key);
-    queue_.Done(*key);
     if (s.ok()) {
-      queue_.Forget(*key);
-    } else {
-      spdlog::warn("{}: {} (will retry)", *key, s.ToString());
-      queue_.Retry(*key);
+      queue_.Done(*key, WorkQueue::Outcome::kSucceeded);
+      continue;
     }
+    const auto delay = queue_.Done(*key, WorkQueue::Outcome::kFailed);
+    spdlog::warn("{}: {} (retry in {} ms)", *key, s.ToString(), delay.count());
   }
 }
 
@@ -189,8 +195,7 @@ Status Controller::Run(const std::atomic<bool>& stop) {
   std::atomic<bool> lost{false};
   std::thread leader_work;
   elector.Run(
-      stop,
-      [&] { leader_work = std::thread([&] { lead(lost); }); },
+      stop, [&] { leader_work = std::thread([&] { lead(lost); }); },
       [&] {
         lost = true;
         leading_ = false;

@@ -2,7 +2,8 @@
 // ("claim/<ns>/<name>", "pv/<name>", "snapshot/<ns>/<name>", "content/<name>", "journal");
 // worker threads run the parts (Provisioner, Deleter, Resizer, Snapshotter) only while this
 // instance leads, and a periodic resync re-queues everything so that nothing depends on a
-// single watch event arriving.
+// single watch event arriving. Failed keys wait out their own backoff (work_queue.h): neither
+// resyncs nor watch updates of the same revision retry them early.
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,10 @@ struct ControllerOptions {
   int worker_threads = 4;
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds resync{30000};
+  // Per-key backoff after a failure, doubling from start to max (external-provisioner's
+  // --retry-interval-start / --retry-interval-max).
+  std::chrono::milliseconds retry_interval_start{1000};
+  std::chrono::milliseconds retry_interval_max{300000};
   std::string metrics_address;  // "" = no listener
   bool leader_election = false;
   LeaderElectionConfig election;
@@ -52,7 +57,10 @@ class Controller {
   int metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
  private:
+  // Related-object keys: no revision, so they never cut a key's failure backoff short.
   void Enqueue(const std::string& key) { queue_.Add(key); }
+  // The object's own key with its RelevantRevision.
+  void Enqueue(const std::string& kind, const nlohmann::json& object);
   void Worker();
   Status Process(const std::string& key);
   void ResyncAll();

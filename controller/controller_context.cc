@@ -88,4 +88,43 @@ std::vector<std::string> ControllerContext::TopologyKeys(const DriverConfig& dri
   return keys;
 }
 
+StatusOr<bool> ControllerContext::SupportsTopology(const DriverConfig& driver) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = supports_topology_.find(driver.flex_driver);
+    if (it != supports_topology_.end()) return it->second;
+  }
+  auto caps = Csi(driver).GetPluginCapabilities(Deadline::In(timeout));
+  if (!caps.ok()) return caps.status().WithContext("GetPluginCapabilities");
+  bool supported = false;
+  for (const auto& cap : caps->capabilities()) {
+    supported |= cap.has_service() &&
+                 cap.service().type() ==
+                     csi::v1::PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  supports_topology_[driver.flex_driver] = supported;
+  return supported;
+}
+
+StatusOr<nlohmann::json> ControllerContext::ListNodes() {
+  auto nodes = client->List(kube::ResourcePath::Core("nodes"));
+  if (!nodes.ok()) return nodes.status().WithContext("listing nodes");
+  return JField(*nodes, "items").is_array() ? (*nodes)["items"] : nlohmann::json::array();
+}
+
+StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const DriverConfig& driver) {
+  auto nodes = ListNodes();
+  if (!nodes.ok()) return nodes.status();
+  nlohmann::json csinodes = nlohmann::json::array();
+  auto listed = client->List(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"));
+  if (listed.ok()) {
+    if (JField(*listed, "items").is_array()) csinodes = (*listed)["items"];
+  } else if (!kube::IsNotFound(listed.status())) {
+    // Not "no CSINode API" (1.9-1.13): a real error, and guessing could pick the wrong nodes.
+    return listed.status().WithContext("listing CSINodes");
+  }
+  return AggregateTopology(driver.CsiDriver(), *nodes, csinodes, TopologyKeys(driver, ""));
+}
+
 }  // namespace flexcsi::controller

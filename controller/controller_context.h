@@ -20,6 +20,7 @@
 #include "controller/intent_journal.h"
 #include "controller/json_access.h"
 #include "controller/secret_params.h"
+#include "controller/topology.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi::controller {
@@ -46,9 +47,21 @@ struct ControllerContext {
   // the keys of the driver's NodeGetInfo accessible topology (cached), else none.
   std::vector<std::string> TopologyKeys(const DriverConfig& driver, const std::string& node);
 
+  // Whether the driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability (Identity
+  // GetPluginCapabilities; cached once answered).
+  StatusOr<bool> SupportsTopology(const DriverConfig& driver);
+
+  // Where the driver is registered now (topology.h AggregateTopology over all Nodes and
+  // CSINodes; a cluster without CSINodes counts as none registered there).
+  StatusOr<RegisteredTopology> RegisteredTopologyOf(const DriverConfig& driver);
+
+  // The items of the Node list.
+  StatusOr<nlohmann::json> ListNodes();
+
  private:
   std::mutex mu_;
   std::map<std::string, std::vector<std::string>> node_info_keys_;  // guarded by mu_
+  std::map<std::string, bool> supports_topology_;                   // guarded by mu_
 };
 
 // Small accessors for API objects (JStr and JField are in json_access.h).

@@ -10,8 +10,8 @@
 #include <random>
 #include <tuple>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "controller/controller.h"
 #include "kube/kube_config.h"
@@ -69,13 +69,14 @@ bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
 
 int main(int argc, char** argv) {
   using namespace flexcsi;
-  CLI::App app{"flexcsi-controller: provisions, deletes, snapshots and expands FlexVolume PVs "
-               "through CSI"};
+  CLI::App app{
+      "flexcsi-controller: provisions, deletes, snapshots and expands FlexVolume PVs "
+      "through CSI"};
   controller::ControllerOptions options;
   kube::ConfigFlags flags;
   std::string lock = "auto";
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", timeout = "60s",
-              resync = "30s";
+              resync = "30s", retry_start = "1s", retry_max = "5m";
   options.bridge_config_path = kDefaultBridgeConfigPath;
   app.add_option("--kubeconfig", flags.kubeconfig,
                  "kubeconfig file; empty: $KUBECONFIG, ~/.kube/config, else in-cluster");
@@ -96,12 +97,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--leader-election-renew-deadline", renew_deadline, "duration, e.g. 15s")
       ->capture_default_str();
-  app.add_option("--leader-election-retry-period", retry_period, "duration, e.g. 15s")->capture_default_str();
-  app.add_option("--identity", options.identity, "leader election identity (default: hostname_random)");
+  app.add_option("--leader-election-retry-period", retry_period, "duration, e.g. 15s")
+      ->capture_default_str();
+  app.add_option("--identity", options.identity,
+                 "leader election identity (default: hostname_random)");
   app.add_option("--worker-threads", options.worker_threads, "parallel operations")
       ->capture_default_str();
   app.add_option("--timeout", timeout, "per CSI call, e.g. 60s")->capture_default_str();
-  app.add_option("--resync-period", resync, "between full re-checks, e.g. 30s")->capture_default_str();
+  app.add_option("--resync-period", resync, "between full re-checks, e.g. 30s")
+      ->capture_default_str();
+  app.add_option("--retry-interval-start", retry_start,
+                 "backoff after a claim's, snapshot's or resize's first failure; doubles per "
+                 "failure")
+      ->capture_default_str();
+  app.add_option("--retry-interval-max", retry_max, "longest backoff between retries")
+      ->capture_default_str();
   app.add_option("--metrics-address", options.metrics_address,
                  "host:port for /metrics and /healthz (empty: off)");
   CLI11_PARSE(app, argc, argv);
@@ -127,6 +137,8 @@ int main(int argc, char** argv) {
   for (const auto& [flag, text, out] :
        {std::make_tuple("--timeout", &timeout, &options.timeout),
         std::make_tuple("--resync-period", &resync, &options.resync),
+        std::make_tuple("--retry-interval-start", &retry_start, &options.retry_interval_start),
+        std::make_tuple("--retry-interval-max", &retry_max, &options.retry_interval_max),
         std::make_tuple("--leader-election-lease-duration", &lease_duration,
                         &options.election.lease_duration),
         std::make_tuple("--leader-election-renew-deadline", &renew_deadline,

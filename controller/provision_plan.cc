@@ -1,5 +1,6 @@
 #include "controller/provision_plan.h"
 
+#include <algorithm>
 #include <set>
 
 #include "bridge/csi_requests.h"
@@ -29,8 +30,9 @@ StatusOr<std::vector<std::map<std::string, std::string>>> AllowedSegments(
       const std::string key = JStr(expr, "key");
       const auto& values = JField(expr, "values");
       if (key.empty() || !values.is_array() || values.empty()) {
-        return InvalidArgument("allowedTopologies: every matchLabelExpressions entry needs a key "
-                               "and values");
+        return InvalidArgument(
+            "allowedTopologies: every matchLabelExpressions entry needs a key "
+            "and values");
       }
       std::vector<std::map<std::string, std::string>> next;
       for (const auto& c : combos) {
@@ -121,7 +123,8 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
                                       const nlohmann::json& storage_class,
                                       const nlohmann::json* node,
                                       const std::vector<std::string>& topology_keys,
-                                      const ContentSource& source) {
+                                      const ContentSource& source,
+                                      const TopologyOptions& topology) {
   ProvisionPlan plan;
   const auto& meta = JField(claim, "metadata");
   const std::string uid = JStr(meta, "uid");
@@ -132,8 +135,9 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
   const auto& spec = JField(claim, "spec");
 
   if (JStr(spec, "volumeMode") == "Block") {
-    return InvalidArgument("volumeMode Block is not possible: FlexVolume PVs are filesystem "
-                           "volumes only");
+    return InvalidArgument(
+        "volumeMode Block is not possible: FlexVolume PVs are filesystem "
+        "volumes only");
   }
   const auto& mount_options = JField(storage_class, "mountOptions");
   if (mount_options.is_array() && !mount_options.empty()) {
@@ -188,7 +192,7 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
   }
   plan.fs_type = params.count("csi.storage.k8s.io/fstype") ? params["csi.storage.k8s.io/fstype"]
                  : params.count("fstype")                  ? params["fstype"]
-                                                           : driver.mapping.rules().front().default_fs_type;
+                                          : driver.mapping.rules().front().default_fs_type;
 
   auto secret = ResolveSecretRef(SecretKind::kProvisioner, params, plan.pv_name, &claim);
   if (!secret.ok()) return secret.status();
@@ -204,12 +208,14 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
   // rule passes them on as the node secrets. Different node secrets cannot be expressed.
   for (const auto* other : {&*publish, &*controller_publish}) {
     if (other->has_value() && stage->has_value() && !(**other == **stage)) {
-      return InvalidArgument("a FlexVolume PV carries one secretRef, but the class names "
-                             "different node-stage, node-publish or controller-publish secrets");
+      return InvalidArgument(
+          "a FlexVolume PV carries one secretRef, but the class names "
+          "different node-stage, node-publish or controller-publish secrets");
     }
   }
-  plan.node_secret = stage->has_value() ? *stage : publish->has_value() ? *publish
-                                                                        : *controller_publish;
+  plan.node_secret = stage->has_value()     ? *stage
+                     : publish->has_value() ? *publish
+                                            : *controller_publish;
   auto expand = ResolveSecretRef(SecretKind::kControllerExpand, params, plan.pv_name, &claim);
   if (!expand.ok()) return expand.status();
   plan.controller_expand_secret = *expand;
@@ -227,11 +233,13 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
 
   auto allowed = AllowedSegments(storage_class);
   if (!allowed.ok()) return allowed.status();
-  std::vector<std::map<std::string, std::string>> requisite;
-  if (node != nullptr && !topology_keys.empty()) {
+  std::vector<TopologySegment> requisite;
+  if (!topology.supported) {
+    // No accessibility constraints: the driver is not told where, and the PV says nowhere.
+  } else if (node != nullptr && !topology_keys.empty()) {
     const std::string node_name = JStr(JField(*node, "metadata"), "name");
     const auto& labels = JField(JField(*node, "metadata"), "labels");
-    std::map<std::string, std::string> segment;
+    TopologySegment segment;
     for (const auto& key : topology_keys) {
       if (!labels.is_object() || !labels.contains(key) || !labels[key].is_string()) {
         return InvalidArgument("selected node " + node_name + " has no topology label " + key +
@@ -248,15 +256,32 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
       }
     }
     requisite.push_back(segment);
-  } else {
+  } else if (!allowed->empty()) {
     requisite = *allowed;
+  } else if (node == nullptr && topology.registered != nullptr &&
+             !topology.registered->keys.empty()) {
+    if (topology.registered->segments.empty()) {
+      std::string keys;
+      for (const auto& k : topology.registered->keys) keys += (keys.empty() ? "" : ", ") + k;
+      return FailedPrecondition("no node has the driver's topology labels (" + keys +
+                                "); is the driver registered on any node?");
+    }
+    requisite = topology.registered->segments;
   }
   if (!requisite.empty()) {
+    // Immediate: spread like external-provisioner; WaitForFirstConsumer: the node's segment.
+    const std::vector<TopologySegment> preferred =
+        node == nullptr ? PreferredOrder(requisite, JStr(meta, "name")) : requisite;
+    std::sort(requisite.begin(), requisite.end());
+    requisite.erase(std::unique(requisite.begin(), requisite.end()), requisite.end());
     auto* req = plan.request.mutable_accessibility_requirements();
     for (const auto& seg : requisite) {
       auto* t = req->add_requisite();
       for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
-      *req->add_preferred() = *t;
+    }
+    for (const auto& seg : preferred) {
+      auto* t = req->add_preferred();
+      for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
     }
   }
 

@@ -15,6 +15,7 @@
 #include "bridge/bridge_config.h"
 #include "common/status.h"
 #include "controller/secret_params.h"
+#include "controller/topology.h"
 #include "csi.pb.h"
 
 namespace flexcsi::controller {
@@ -59,6 +60,16 @@ std::string RequestedProvisioner(const nlohmann::json& claim);
 bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
                             const std::string& provisioner);
 
+// How topology enters the plan (see topology.h for the rules).
+struct TopologyOptions {
+  // The driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability. Without it: no
+  // topology requirement at all (allowedTopologies and the selected node are not passed on).
+  bool supported = true;
+  // Immediate binding without allowedTopologies: where the driver is registered. With keys but
+  // no segments the plan fails (no node could use the volume).
+  const RegisteredTopology* registered = nullptr;
+};
+
 // `node` is the selected node (null for Immediate binding); `topology_keys` the driver's topology
 // keys (CSINode topologyKeys, else NodeGetInfo's accessible topology); `default_fs_type` the
 // driver rule's. INVALID_ARGUMENT (shown on the claim as ProvisioningFailed) for anything the
@@ -67,7 +78,8 @@ StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann
                                       const nlohmann::json& storage_class,
                                       const nlohmann::json* node,
                                       const std::vector<std::string>& topology_keys,
-                                      const ContentSource& source);
+                                      const ContentSource& source,
+                                      const TopologyOptions& topology = {});
 
 // The capacity range of a claim: requests.storage as required, limits.storage as limit.
 Status CapacityRangeFromClaim(const nlohmann::json& claim, csi::v1::CapacityRange* range);

@@ -11,16 +11,17 @@ using Mode = csi::v1::VolumeCapability::AccessMode;
 constexpr const char* kTopologyKey = "topology.loopback.csi.flexcsi.io/node";
 
 nlohmann::json Claim() {
-  return {{"metadata",
-           {{"name", "data"},
-            {"namespace", "team-a"},
-            {"uid", "1234-abcd"},
-            {"annotations", {{kAnnStorageProvisioner, "loopback.csi.flexcsi.io"}}}}},
-          {"spec",
-           {{"accessModes", {"ReadWriteOnce"}},
-            {"storageClassName", "fast"},
-            {"resources", {{"requests", {{"storage", "64Mi"}}}, {"limits", {{"storage", "1Gi"}}}}}}},
-          {"status", {{"phase", "Pending"}}}};
+  return {
+      {"metadata",
+       {{"name", "data"},
+        {"namespace", "team-a"},
+        {"uid", "1234-abcd"},
+        {"annotations", {{kAnnStorageProvisioner, "loopback.csi.flexcsi.io"}}}}},
+      {"spec",
+       {{"accessModes", {"ReadWriteOnce"}},
+        {"storageClassName", "fast"},
+        {"resources", {{"requests", {{"storage", "64Mi"}}}, {"limits", {{"storage", "1Gi"}}}}}}},
+      {"status", {{"phase", "Pending"}}}};
 }
 
 nlohmann::json Class() {
@@ -67,7 +68,8 @@ TEST(ProvisionPlan, SelectedNodeTopologyMustFitAllowedTopologies) {
   sc["volumeBindingMode"] = "WaitForFirstConsumer";
   sc["allowedTopologies"] = {
       {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"node-1", "node-2"}}}}}}};
-  nlohmann::json node = {{"metadata", {{"name", "node-2"}, {"labels", {{kTopologyKey, "node-2"}}}}}};
+  nlohmann::json node = {
+      {"metadata", {{"name", "node-2"}, {"labels", {{kTopologyKey, "node-2"}}}}}};
   auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const auto& req = plan->request.accessibility_requirements();
@@ -76,12 +78,14 @@ TEST(ProvisionPlan, SelectedNodeTopologyMustFitAllowedTopologies) {
   ASSERT_EQ(req.preferred_size(), 1);
 
   node["metadata"]["labels"][kTopologyKey] = "node-9";
-  auto outside = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
+  auto outside =
+      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("allowedTopologies"), std::string::npos);
 
   node["metadata"].erase("labels");
-  auto unlabeled = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
+  auto unlabeled =
+      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
   ASSERT_FALSE(unlabeled.ok());
   EXPECT_NE(unlabeled.status().message().find("no topology label"), std::string::npos);
 }
@@ -90,7 +94,8 @@ TEST(ProvisionPlan, AllowedTopologiesAloneBecomeRequisite) {
   nlohmann::json sc = Class();
   sc["allowedTopologies"] = {
       {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"a", "b"}}}}}}};
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {});
+  auto plan =
+      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->request.accessibility_requirements().requisite_size(), 2);
 }
@@ -144,6 +149,53 @@ TEST(ProvisionPlan, WhichClaimsAreOurs) {
   EXPECT_TRUE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
   claim["spec"]["volumeName"] = "pv";
   EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
+}
+
+TEST(ProvisionPlan, ImmediateClaimGetsTheRegisteredNodesAsRequisite) {
+  RegisteredTopology registered{{kTopologyKey}, {{{kTopologyKey, "n2"}}, {{kTopologyKey, "n1"}}}};
+  TopologyOptions topology;
+  topology.registered = &registered;
+  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), Class(), nullptr,
+                            {kTopologyKey}, {}, topology);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const auto& req = plan->request.accessibility_requirements();
+  ASSERT_EQ(req.requisite_size(), 2);
+  EXPECT_EQ(req.requisite(0).segments().at(kTopologyKey), "n1");  // sorted
+  EXPECT_EQ(req.requisite(1).segments().at(kTopologyKey), "n2");
+  ASSERT_EQ(req.preferred_size(), 2);  // the same segments, rotated by the claim name
+  EXPECT_NE(req.preferred(0).segments().at(kTopologyKey),
+            req.preferred(1).segments().at(kTopologyKey));
+}
+
+TEST(ProvisionPlan, ImmediateClaimFailsWhenTheDriverIsRegisteredNowhere) {
+  RegisteredTopology registered{{kTopologyKey}, {}};
+  TopologyOptions topology;
+  topology.registered = &registered;
+  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), Class(), nullptr,
+                            {kTopologyKey}, {}, topology);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("is the driver registered on any node"), std::string::npos)
+      << plan.status().message();
+  // allowedTopologies still decide on their own.
+  nlohmann::json sc = Class();
+  sc["allowedTopologies"] = {
+      {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"a"}}}}}}};
+  EXPECT_TRUE(PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {},
+                            topology)
+                  .ok());
+}
+
+TEST(ProvisionPlan, DriverWithoutAccessibilityConstraintsGetsNoTopology) {
+  nlohmann::json sc = Class();
+  sc["allowedTopologies"] = {
+      {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"a"}}}}}}};
+  nlohmann::json node = {{"metadata", {{"name", "bare"}}}};  // unlabelled: would fail
+  TopologyOptions topology;
+  topology.supported = false;
+  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {},
+                            topology);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->request.has_accessibility_requirements());
 }
 
 }  // namespace

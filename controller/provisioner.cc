@@ -1,11 +1,15 @@
 #include "controller/provisioner.h"
 
+#include <map>
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
 #include "controller/fault_points.h"
 #include "controller/flex_pv.h"
 #include "controller/intent_journal.h"
 #include "controller/quantity.h"
+#include "controller/topology.h"
 
 namespace flexcsi::controller {
 namespace {
@@ -26,9 +30,9 @@ int64_t BytesOr0(const std::string& q) {
 void Provisioner::Failed(const nlohmann::json& claim, const std::string& storage_class,
                          const Status& why) {
   // external-provisioner's wording, so runbooks written for CSI clusters still match.
-  ctx_.events->Record(claim, kEventWarning, "ProvisioningFailed",
-                      "failed to provision volume with StorageClass \"" + storage_class +
-                          "\": " + why.message());
+  ctx_.events->Record(
+      claim, kEventWarning, "ProvisioningFailed",
+      "failed to provision volume with StorageClass \"" + storage_class + "\": " + why.message());
 }
 
 Status Provisioner::SyncClaim(const std::string& ns, const std::string& name) {
@@ -48,8 +52,8 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
       kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
   if (!sc.ok()) {
     if (kube::IsNotFound(sc.status())) {
-      Failed(*claim, class_name, NotFound("storageclass.storage.k8s.io \"" + class_name +
-                                          "\" not found"));
+      Failed(*claim, class_name,
+             NotFound("storageclass.storage.k8s.io \"" + class_name + "\" not found"));
     }
     return sc.status();
   }
@@ -161,16 +165,35 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     Failed(claim, class_name, source.status());
     return source.status();
   }
-  const std::vector<std::string> keys =
-      ctx_.TopologyKeys(driver, node_name);
-  auto plan = PlanProvision(driver, claim, sc, node ? &*node : nullptr, keys, *source);
+  auto supported = ctx_.SupportsTopology(driver);
+  if (!supported.ok()) {
+    Failed(claim, class_name, supported.status());
+    return supported.status();
+  }
+  TopologyOptions topology;
+  topology.supported = *supported;
+  std::vector<std::string> keys;
+  std::optional<RegisteredTopology> registered;
+  if (*supported) {
+    keys = ctx_.TopologyKeys(driver, node_name);
+    if (node_name.empty()) {
+      auto r = ctx_.RegisteredTopologyOf(driver);
+      if (!r.ok()) {
+        Failed(claim, class_name, r.status());
+        return r.status();
+      }
+      registered = std::move(*r);
+      topology.registered = &*registered;
+    }
+  }
+  auto plan = PlanProvision(driver, claim, sc, node ? &*node : nullptr, keys, *source, topology);
   if (!plan.ok()) {
     Failed(claim, class_name, plan.status());
     return plan.status();
   }
-  ctx_.events->Record(claim, kEventNormal, "Provisioning",
-                      "External provisioner is provisioning volume for claim \"" + ns + "/" +
-                          name + "\"");
+  ctx_.events->Record(
+      claim, kEventNormal, "Provisioning",
+      "External provisioner is provisioning volume for claim \"" + ns + "/" + name + "\"");
 
   // 2. The journal row, before anything exists in the driver.
   Intent intent{pv_name, ns, name, uid, driver.flex_driver, plan->request.SerializeAsString(), ""};
@@ -196,7 +219,9 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     return created.status();
   }
   CrashPoint("create-volume");
-  const csi::v1::Volume& volume = created->volume();
+  csi::v1::Volume volume = created->volume();
+  // A driver without accessibility constraints gets no nodeAffinity, whatever it answered.
+  if (!*supported) volume.clear_accessible_topology();
   FLEXCSI_RETURN_IF_ERROR(ctx_.journal->SetVolumeId(pv_name, volume.volume_id()));
 
   auto pv = BuildFlexVolumePV(driver, *plan, volume, claim, driver.provisioner);
@@ -214,8 +239,8 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   auto live = ctx_.client->Get(Claims(ns).Named(name));
   if (!live.ok() && !kube::IsNotFound(live.status())) return live.status();
   if (!live.ok() || JStr(JField(*live, "metadata"), "uid") != uid) {
-    spdlog::info("claim {}/{} ({}) vanished during provisioning; deleting volume {}", ns, name,
-                 uid, volume.volume_id());
+    spdlog::info("claim {}/{} ({}) vanished during provisioning; deleting volume {}", ns, name, uid,
+                 volume.volume_id());
     csi::v1::DeleteVolumeRequest del;
     del.set_volume_id(volume.volume_id());
     for (const auto& [k, v] : request.secrets()) (*del.mutable_secrets())[k] = v;
@@ -233,7 +258,33 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   FLEXCSI_RETURN_IF_ERROR(ctx_.journal->Finish(pv_name));
   ctx_.events->Record(claim, kEventNormal, "ProvisioningSucceeded",
                       "Successfully provisioned volume " + pv_name);
+  WarnIfNoNodeMatches(claim, pv_name, volume);
   return Status::Ok();
+}
+
+void Provisioner::WarnIfNoNodeMatches(const nlohmann::json& claim, const std::string& pv_name,
+                                      const csi::v1::Volume& volume) {
+  if (volume.accessible_topology().empty()) return;
+  auto nodes = ctx_.ListNodes();
+  if (!nodes.ok()) {
+    spdlog::warn("cannot check the nodeAffinity of PV {}: {}", pv_name, nodes.status().ToString());
+    return;
+  }
+  if (!NodesMatchingTopology(volume.accessible_topology(), *nodes).empty()) return;
+  std::string where;
+  for (const auto& topology : volume.accessible_topology()) {
+    std::map<std::string, std::string> sorted(topology.segments().begin(),
+                                              topology.segments().end());
+    std::string segment;
+    for (const auto& [k, v] : sorted) segment += (segment.empty() ? "" : ",") + k + "=" + v;
+    where += (where.empty() ? "{" : " or {") + segment + "}";
+  }
+  // The PV is kept (as external-provisioner keeps it): the volume exists, and a node that
+  // registers the driver with these labels later can use it.
+  ctx_.events->Record(claim, kEventWarning, "VolumeTopologyMatchesNoNode",
+                      "volume " + pv_name + " is accessible only from " + where +
+                          ", which no node's labels match: pods using it stay Pending until a "
+                          "node with these labels has the driver registered");
 }
 
 Status Provisioner::UndoIntent(const Intent& intent) {
@@ -279,9 +330,9 @@ Status Provisioner::RecoverJournal() {
     auto claim = ctx_.client->Get(Claims(intent.claim_namespace).Named(intent.claim_name));
     if (claim.ok() && JStr(JField(*claim, "metadata"), "uid") == intent.claim_uid &&
         !BeingDeleted(*claim)) {
-      // Still wanted: provisioning it again finds the same volume.
-      Status s = SyncClaim(intent.claim_namespace, intent.claim_name);
-      if (!s.ok()) result = s;
+      // Still wanted: the claim's own key (queued by every resync and claim event) provisions
+      // it again and finds the same volume. Not here: that would retry a failing claim outside
+      // its backoff, with one more ProvisioningFailed event each time.
       continue;
     }
     if (!claim.ok() && !kube::IsNotFound(claim.status())) {

@@ -30,7 +30,8 @@ class Provisioner {
   Status SyncClaim(const std::string& namespace_, const std::string& name);
   Status SyncClaim(const nlohmann::json& claim);
 
-  // Finishes or undoes every journal row whose claim is not being provisioned right now.
+  // Finishes every row whose PV exists and undoes every row whose claim is gone; rows of live
+  // claims are left to the claims' own keys.
   Status RecoverJournal();
 
  private:
@@ -41,6 +42,10 @@ class Provisioner {
   // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.
   Status UndoIntent(const struct Intent& intent);
   void Failed(const nlohmann::json& claim, const std::string& storage_class, const Status& why);
+  // A Warning event on the claim when the volume's accessible topology (the PV's nodeAffinity)
+  // matches no node's labels.
+  void WarnIfNoNodeMatches(const nlohmann::json& claim, const std::string& pv_name,
+                           const csi::v1::Volume& volume);
 
   ControllerContext& ctx_;
   // Claims (uid) being provisioned right now: the journal replay and the claim's own key must

@@ -13,7 +13,9 @@ constexpr const char* kGroup = "snapshot.storage.k8s.io/v1";
 kube::ResourcePath Snapshots(const std::string& ns) {
   return kube::ResourcePath::Group(kGroup, "volumesnapshots", ns);
 }
-kube::ResourcePath Contents() { return kube::ResourcePath::Group(kGroup, "volumesnapshotcontents"); }
+kube::ResourcePath Contents() {
+  return kube::ResourcePath::Group(kGroup, "volumesnapshotcontents");
+}
 
 nlohmann::json WithKind(nlohmann::json snapshot) {
   snapshot["kind"] = "VolumeSnapshot";
@@ -64,8 +66,8 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
   }
   if (claim_name.empty()) return Status::Ok();  // pre-provisioned: not handled here
 
-  auto claim = ctx_.client->Get(
-      kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(claim_name));
+  auto claim =
+      ctx_.client->Get(kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(claim_name));
   if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
   const std::string pv_name = JStr(JField(*claim, "spec"), "volumeName");
   if (pv_name.empty()) return Status::Ok();
@@ -91,25 +93,40 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
     }
     auto volume = CsiVolumeOfPV(*driver, *pv);
     if (!volume.ok()) return Fail(*snap, volume.status());
-    nlohmann::json body = {
-        {"apiVersion", kGroup},
-        {"kind", "VolumeSnapshotContent"},
-        {"metadata", {{"name", content_name}, {"finalizers", {kContentFinalizer}}}},
-        {"spec",
-         {{"driver", driver->CsiDriver()},
-          {"deletionPolicy", deletion_policy},
-          {"source", {{"volumeHandle", volume->volume_handle}}},
-          {"volumeSnapshotRef",
-           {{"kind", "VolumeSnapshot"},
-            {"apiVersion", kGroup},
-            {"namespace", ns},
-            {"name", name},
-            {"uid", uid}}}}}};
+    nlohmann::json body = {{"apiVersion", kGroup},
+                           {"kind", "VolumeSnapshotContent"},
+                           {"metadata",
+                            {{"name", content_name},
+                             {"annotations", {{kAnnManagedBy, kComponent}}},
+                             {"finalizers", {kContentFinalizer}}}},
+                           {"spec",
+                            {{"driver", driver->CsiDriver()},
+                             {"deletionPolicy", deletion_policy},
+                             {"source", {{"volumeHandle", volume->volume_handle}}},
+                             {"volumeSnapshotRef",
+                              {{"kind", "VolumeSnapshot"},
+                               {"apiVersion", kGroup},
+                               {"namespace", ns},
+                               {"name", name},
+                               {"uid", uid}}}}}};
     if (!class_name.empty()) body["spec"]["volumeSnapshotClassName"] = class_name;
     auto made = ctx_.client->Create(Contents(), body);
     if (!made.ok() && !kube::IsAlreadyExists(made.status())) return made.status();
     content = ctx_.client->Get(Contents().Named(content_name));
     if (!content.ok()) return content.status();
+  }
+  if (Annotation(*content, kAnnManagedBy).empty()) {
+    // A content of this name bound to a snapshot of our FlexVolume PV: ours (made before the
+    // annotation existed; snapshot-controller cannot make one for a FlexVolume PV).
+    const auto& ref = JField(JField(*content, "spec"), "volumeSnapshotRef");
+    if (JStr(ref, "uid") != uid ||
+        JStr(JField(JField(*content, "spec"), "source"), "volumeHandle").empty()) {
+      return Fail(*snap, FailedPrecondition("VolumeSnapshotContent " + content_name +
+                                            " exists and is not bound to this snapshot"));
+    }
+    auto p = ctx_.client->Patch(Contents().Named(content_name), kube::PatchType::kMerge,
+                                {{"metadata", {{"annotations", {{kAnnManagedBy, kComponent}}}}}});
+    if (!p.ok()) return p.status();
   }
   if (!HasFinalizer(*snap, kSnapshotBoundFinalizer)) {
     nlohmann::json updated = *snap;
@@ -118,10 +135,9 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
     if (!u.ok()) return u.status();
   }
   const auto& cs = JField(*content, "status");
-  nlohmann::json status = {{"boundVolumeSnapshotContentName", content_name},
-                           {"readyToUse", JField(cs, "readyToUse").is_boolean()
-                                              ? cs["readyToUse"].get<bool>()
-                                              : false}};
+  nlohmann::json status = {
+      {"boundVolumeSnapshotContentName", content_name},
+      {"readyToUse", JField(cs, "readyToUse").is_boolean() ? cs["readyToUse"].get<bool>() : false}};
   if (JField(cs, "restoreSize").is_number_integer()) {
     status["restoreSize"] = std::to_string(cs["restoreSize"].get<int64_t>());
   }
@@ -135,12 +151,18 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
     status["creationTime"] = buf;
   }
   const auto& current = JField(*snap, "status");
-  if (JField(current, "readyToUse") != status["readyToUse"] ||
-      JField(current, "boundVolumeSnapshotContentName") != status["boundVolumeSnapshotContentName"]) {
+  // snapshot-controller may have tried (and failed: "cannot find CSI PersistentVolumeSource")
+  // to make a content itself before ours reached its cache; it never retries once ours is there.
+  // A snapshot that is ready has no error: clear that one, once.
+  const bool stale_error = status["readyToUse"] == true && !JField(current, "error").is_null();
+  if (stale_error) status["error"] = nullptr;
+  if (stale_error || JField(current, "readyToUse") != status["readyToUse"] ||
+      JField(current, "boundVolumeSnapshotContentName") !=
+          status["boundVolumeSnapshotContentName"]) {
     auto p = ctx_.client->Patch(Snapshots(ns).Named(name).Sub("status"), kube::PatchType::kMerge,
                                 {{"status", status}});
     if (!p.ok()) return p.status();
-    if (status["readyToUse"] == true) {
+    if (status["readyToUse"] == true && JField(current, "readyToUse") != true) {
       ctx_.events->Record(WithKind(*snap), kEventNormal, "SnapshotReady",
                           "Snapshot " + ns + "/" + name + " is ready to use.");
     }
@@ -158,6 +180,9 @@ Status Snapshotter::SyncContent(const std::string& name) {
     if (d.CsiDriver() == JStr(spec, "driver")) driver = &d;
   }
   if (driver == nullptr) return Status::Ok();
+  // Only contents we made: never a pre-provisioned one (source.snapshotHandle, bound by
+  // snapshot-controller) or one snapshot-controller made for a CSI PV of the same driver.
+  if (Annotation(*content, kAnnManagedBy).empty()) return Status::Ok();
   const std::string handle = JStr(JField(*content, "status"), "snapshotHandle");
   const auto& ref = JField(spec, "volumeSnapshotRef");
 
@@ -181,7 +206,8 @@ Status Snapshotter::SyncContent(const std::string& name) {
       auto d = ctx_.client->Delete(Contents().Named(name));
       if (!d.ok() && !kube::IsNotFound(d.status())) return d.status();
       content = ctx_.client->Get(Contents().Named(name));
-      if (!content.ok()) return kube::IsNotFound(content.status()) ? Status::Ok() : content.status();
+      if (!content.ok())
+        return kube::IsNotFound(content.status()) ? Status::Ok() : content.status();
     }
     if (HasFinalizer(*content, kContentFinalizer)) {
       auto u = ctx_.client->Update(Contents().Named(name),
@@ -210,9 +236,8 @@ Status Snapshotter::SyncContent(const std::string& name) {
   CrashPoint("create-snapshot");
   const auto& s = made->snapshot();
   const int64_t created_ns =
-      s.has_creation_time()
-          ? s.creation_time().seconds() * 1000000000 + s.creation_time().nanos()
-          : 0;
+      s.has_creation_time() ? s.creation_time().seconds() * 1000000000 + s.creation_time().nanos()
+                            : 0;
   nlohmann::json status = {{"snapshotHandle", s.snapshot_id()},
                            {"readyToUse", s.ready_to_use()},
                            {"restoreSize", s.size_bytes()},

@@ -8,7 +8,13 @@
 //     CreateSnapshot(name "snapshot-<snapshot uid>", source volume); status snapshotHandle,
 //     creationTime (ns), readyToUse, restoreSize. A content whose snapshot is gone (or that is
 //     deleted) with deletionPolicy Delete gets DeleteSnapshot, then loses its finalizer.
-// Pre-provisioned contents (spec.source.snapshotHandle) are bound as they are.
+// Next to the community snapshot-controller (which handles every VolumeSnapshot): it finds our
+// content under the name it would have used and only binds the snapshot to it, writing the same
+// status values; it cannot create a content itself for a FlexVolume PV. Only contents carrying
+// kAnnManagedBy are ours: pre-provisioned contents (spec.source.snapshotHandle) and contents
+// snapshot-controller made for CSI PVs of the same driver are never touched, so no content is
+// worked on by two controllers. See docs/controller.md "Snapshots" for the one warning that
+// remains possible.
 #pragma once
 
 #include <string>
@@ -21,6 +27,8 @@ inline constexpr const char* kContentFinalizer =
     "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
 inline constexpr const char* kSnapshotBoundFinalizer =
     "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection";
+// On the VolumeSnapshotContents flexcsi-controller created (and so deletes and snapshots).
+inline constexpr const char* kAnnManagedBy = "flexcsi.io/managed-by";
 
 class Snapshotter {
  public:

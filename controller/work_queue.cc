@@ -138,11 +138,14 @@ std::chrono::milliseconds WorkQueue::Done(const std::string& key, Outcome outcom
   if (!attempt.empty()) failed_revision_[key] = attempt;
   auto next = next_revision_.find(key);
   if (dirty && !attempt.empty() && next != next_revision_.end() && next->second != attempt) {
-    // The object changed in a way that matters while this attempt ran: a new attempt now.
+    // The object changed in a way that matters while this attempt ran: a new attempt with the
+    // backoff started over, but not sooner than the first backoff step. On a real cluster the
+    // PV controller annotates a new claim while our first attempt runs; retrying at once gave
+    // two identical failures and events within milliseconds.
     failures_.erase(key);
     failed_revision_.erase(key);
-    QueueLocked(key);
-    return std::chrono::milliseconds(0);
+    DelayLocked(key, Clock::now() + base_delay_, /*backoff=*/true);
+    return base_delay_;
   }
   const auto delay = BackoffDelay(failures, base_delay_, max_delay_);
   DelayLocked(key, Clock::now() + delay, /*backoff=*/true);

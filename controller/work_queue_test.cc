@@ -99,13 +99,16 @@ TEST(WorkQueue, NewRevisionRetriesAtOnceWithBackoffReset) {
   EXPECT_EQ(q.Done("claim", Outcome::kFailed), 10s) << "backoff starts over";
 }
 
-TEST(WorkQueue, NewRevisionDuringAFailingAttemptRetriesAtOnce) {
-  WorkQueue q(10s, 60s);
+TEST(WorkQueue, NewRevisionDuringAFailingAttemptRetriesAfterTheFirstStepOnly) {
+  WorkQueue q(10ms, 60s);
   q.Add("claim", "node-a");
   ASSERT_EQ(*q.Get(), "claim");
   q.Add("claim", "node-b");
-  EXPECT_EQ(q.Done("claim", Outcome::kFailed), 0ms);
-  EXPECT_EQ(q.ReadyLength(), 1u);
+  EXPECT_EQ(q.Done("claim", Outcome::kFailed), 10ms) << "no burst: not at once";
+  EXPECT_EQ(q.ReadyLength(), 0u);
+  EXPECT_EQ(q.Failures("claim"), 0) << "the backoff starts over";
+  ASSERT_EQ(*q.Get(), "claim");  // after 10 ms
+  EXPECT_EQ(q.Done("claim", Outcome::kFailed), 10ms);
 }
 
 TEST(WorkQueue, SuccessForgetsFailures) {

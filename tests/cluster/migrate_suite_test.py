@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""`flexcsi migrate` on a real Kubernetes v1.24, with kubelet's own CSI plugin on the far side:
+csi-loopback registered with kubelet by csi-node-driver-registrar, attached by csi-attacher.
+
+1. a Deployment writing through a FlexVolume PV moves to CSI with `--scale-down`, killed with
+   -9 after a step on the way and resumed; its pod comes back on the CSI PV through kubelet's
+   CSI plugin with the data's checksum unchanged
+2. idle FlexVolume and in-tree (awsElasticBlockStore) PVs, one killed with -9 after every step
+   and after every step's writes (`<step>`, `<step>+`), then resumed: all moved, claims kept
+3. the real API server's audit log holds flexcsi to the stand-in's rules: no claim written or
+   deleted, no secret read, every PV delete with a uid precondition on a Retain PV
+"""
+import concurrent.futures
+import json
+import os
+import random
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clustertest  # noqa: E402
+from clustertest import apply, busybox_pod, exec_in, get, wait_for  # noqa: E402
+from cluster import Process  # noqa: E402
+from node_plugins import NodePlugins, csi_driver, flex_driver  # noqa: E402
+
+SHAPE = "default"
+DRIVER = csi_driver(SHAPE)
+STEPS = ["checked", "scaling-down", "retaining", "releasing", "deleting-old", "creating-new",
+         "binding", "restoring-policy", "restoring-replicas", "done"]
+PLUGINS = None
+SIDECARS = []
+RULES = None
+
+
+def setUpModule():
+    global PLUGINS, RULES
+    c = clustertest.start_cluster()
+    PLUGINS = NodePlugins(c, shapes=[SHAPE])
+    PLUGINS.start()
+    socket = PLUGINS.csi_socket(SHAPE)
+    # kubelet's CSI plugin finds the driver through its plugin registration socket
+    SIDECARS.append(Process("csi-node-driver-registrar", [
+        os.path.join(c.bin, "csi-node-driver-registrar"), "--csi-address", socket,
+        "--kubelet-registration-path", socket,
+        "--plugin-registration-path", os.path.join(c.kubelet_root, "plugins_registry")],
+        os.path.join(c.logs, "csi-node-driver-registrar.log")))
+    SIDECARS.append(Process("csi-attacher", [
+        os.path.join(c.bin, "csi-attacher"), "--csi-address", socket, "--kubeconfig",
+        c.kubeconfig, "--leader-election=false", "--timeout", "30s"],
+        os.path.join(c.logs, "csi-attacher.log")))
+    for p in SIDECARS:
+        p.start()
+    apply([{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+            "spec": {"attachRequired": True, "fsGroupPolicy": "File"}}
+           for name in (DRIVER, "ebs.csi.aws.com")])
+    wait_for("kubelet to register csi-loopback (CSINode)", lambda: any(
+        d["name"] == DRIVER for d in ((get("csinode", c.node_name) or {}).get("spec", {})
+                                      .get("drivers") or [])), 60)
+    RULES = os.path.join(c.dir, "rules.yaml")
+    with open(RULES, "w") as f:
+        json.dump({"flexVolumeRules": [{"flexDriver": flex_driver(SHAPE), "csiDriver": DRIVER,
+                                        "volumeHandle": {"fromOption": "volumeID"}}]}, f)
+
+
+def tearDownModule():
+    try:
+        for p in SIDECARS + ([PLUGINS] if PLUGINS else []):
+            p.stop()
+    finally:
+        clustertest.stop_cluster()
+
+
+def migrate(*args, crash_after=None, journal):
+    env = dict(os.environ)
+    env.pop("FLEXCSI_MIGRATE_CRASH_AFTER", None)
+    if crash_after:
+        env["FLEXCSI_MIGRATE_CRASH_AFTER"] = crash_after
+    return subprocess.run(
+        [PLUGINS.flexcsi_bin, "migrate", *args, "--rules", RULES, "--journal", journal,
+         "--kubeconfig", clustertest.CLUSTER.kubeconfig, "--yes", "--timeout", "300"],
+        capture_output=True, text=True, env=env, timeout=400)
+
+
+def flex_pv(name, volume_id, claim_ns, reclaim="Retain"):
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "320Mi"}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": reclaim, "storageClassName": "",
+                     "claimRef": {"namespace": claim_ns, "name": name},
+                     "flexVolume": {"driver": flex_driver(SHAPE), "fsType": "xfs",
+                                    "options": {"volumeID": volume_id}}}}
+
+
+def bound_claim(ns, name):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                     "volumeName": name, "resources": {"requests": {"storage": "320Mi"}}}}
+
+
+def claim_bound(ns, name):
+    claim = get("pvc", name, ns)
+    return claim and claim.get("status", {}).get("phase") == "Bound"
+
+
+def running_pod(ns, selector):
+    pods = clustertest.CLUSTER.kubectl_json("get", "pods", "-n", ns, "-l", selector)["items"]
+    ready = [p for p in pods if not p["metadata"].get("deletionTimestamp") and any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in p.get("status", {}).get("conditions", []))]
+    return ready[0]["metadata"]["name"] if ready else None
+
+
+class MigrateSuite(unittest.TestCase):
+    def test_1_deployment_moves_to_csi_and_runs_through_kubelets_csi_plugin(self):
+        ns, name = "shop", "orders"
+        volume_id = PLUGINS.create_volume(SHAPE, name)
+        apply([clustertest.namespace_object(ns), flex_pv(name, volume_id, ns),
+               bound_claim(ns, name)])
+        wait_for("the claim to bind", lambda: claim_bound(ns, name))
+        pod = busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim":
+                                      {"claimName": name}}],
+                          [{"name": "data", "mountPath": "/data"}],
+                          command="test -f /data/payload || head -c 16777216 /dev/urandom "
+                                  "> /data/payload; sleep 3600")
+        apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                                     "spec": pod["spec"]}}})
+        first = wait_for("the Deployment's pod", lambda: running_pod(ns, "app=" + name), 120)
+        before = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
+
+        journal = os.path.join(PLUGINS.dir, "journal-orders")
+        step = random.Random(os.environ.get("FLEXCSI_FAULT_SEED", "1")).choice(STEPS[1:-1])
+        crashed = migrate("apply", "--pv", name, "--scale-down", crash_after=step,
+                          journal=journal)
+        self.assertEqual(crashed.returncode, -9, "killed after %s?\n%s%s"
+                         % (step, crashed.stdout, crashed.stderr))
+        resumed = migrate("apply", "--pv", name, "--scale-down", journal=journal)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+
+        pv = get("pv", name)
+        self.assertEqual(pv["spec"]["csi"]["driver"], DRIVER)
+        self.assertEqual(pv["spec"]["csi"]["volumeHandle"], volume_id)
+        after_pod = wait_for("the Deployment's pod on the CSI PV",
+                             lambda: running_pod(ns, "app=" + name), 180)
+        self.assertEqual(exec_in(ns, after_pod, "sha256sum", "/data/payload").split()[0], before)
+        attachments = [va for va in clustertest.CLUSTER.kubectl_json(
+            "get", "volumeattachments")["items"]
+            if va["spec"]["source"].get("persistentVolumeName") == name]
+        self.assertTrue(attachments and attachments[0].get("status", {}).get("attached"),
+                        "csi-attacher did not attach the CSI PV: %s" % attachments)
+        csi_mounts = [m for m in __import__("namespace").mount_points()
+                      if "kubernetes.io~csi/%s/mount" % name in m]
+        self.assertTrue(csi_mounts, "the pod's volume is not mounted by kubelet's CSI plugin")
+
+    def test_2_killed_after_every_step_and_resumed(self):
+        ns = "idle"
+        points = [s + suffix for s in STEPS for suffix in ("", "+")]
+        objects = [clustertest.namespace_object(ns)]
+        for i, _ in enumerate(points):
+            objects += [flex_pv("idle-%d" % i, "idle-volume-%d" % i, ns), bound_claim(ns, "idle-%d" % i)]
+        for zone in ("a", "b"):
+            objects += [{"apiVersion": "v1", "kind": "PersistentVolume",
+                         "metadata": {"name": "ebs-" + zone},
+                         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "persistentVolumeReclaimPolicy": "Delete",
+                                  "storageClassName": "",
+                                  "claimRef": {"namespace": ns, "name": "ebs-" + zone},
+                                  "awsElasticBlockStore": {"volumeID":
+                                                           "aws://eu-west-1%s/vol-0%s" % (zone, zone),
+                                                           "fsType": "ext4"}}},
+                        dict(bound_claim(ns, "ebs-" + zone), spec={
+                            "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                            "volumeName": "ebs-" + zone,
+                            "resources": {"requests": {"storage": "1Gi"}}})]
+        apply(objects)
+        names = ["idle-%d" % i for i in range(len(points))] + ["ebs-a", "ebs-b"]
+        wait_for("every idle claim to bind", lambda: all(claim_bound(ns, n) for n in names), 120)
+        uids = {n: get("pvc", n, ns)["metadata"]["uid"] for n in names}
+
+        def crash_then_resume(i_point):
+            i, point = i_point
+            journal = os.path.join(PLUGINS.dir, "journal-idle-%d" % i)
+            first = migrate("apply", "--pv", "idle-%d" % i, crash_after=point, journal=journal)
+            second = migrate("apply", "--pv", "idle-%d" % i, journal=journal)
+            return point, first.returncode, second.returncode, second.stdout + second.stderr
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(crash_then_resume, enumerate(points)))
+        in_tree = migrate("apply", "--pv", "ebs-a", "--pv", "ebs-b",
+                          journal=os.path.join(PLUGINS.dir, "journal-ebs"))
+        self.assertEqual(in_tree.returncode, 0, in_tree.stdout + in_tree.stderr)
+        crashed = [p for p, first, _, _ in results if first == -9]
+        print("\nkilled with -9 after: %s" % crashed, flush=True)
+        for point, first, second, out in results:
+            self.assertEqual(second, 0, "resume after %s: %s" % (point, out))
+        self.assertGreaterEqual(len(crashed), len(points) - 2, results)
+        for n in names:
+            pv = get("pv", n)
+            self.assertIn("csi", pv["spec"], n)
+            claim = get("pvc", n, ns)
+            self.assertEqual(claim["metadata"]["uid"], uids[n], "claim %s was re-created" % n)
+            wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
+            self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n])
+        self.assertEqual(get("pv", "ebs-a")["spec"]["persistentVolumeReclaimPolicy"], "Delete")
+        self.assertEqual(get("pv", "ebs-a")["spec"]["csi"]["driver"], "ebs.csi.aws.com")
+
+    def test_3_the_real_audit_log_keeps_the_stand_ins_rules(self):
+        events = [e for e in clustertest.CLUSTER.audit_events()
+                  if e.get("userAgent", "").startswith("flexcsi")]
+        self.assertTrue(events, "no request of flexcsi in the audit log")
+        writes = [e for e in events if e["verb"] in ("create", "update", "patch", "delete")]
+        claim_writes = [e for e in writes
+                        if e["objectRef"].get("resource") == "persistentvolumeclaims"]
+        self.assertEqual(claim_writes, [], "flexcsi wrote a claim")
+        secrets = [e for e in events if e["objectRef"].get("resource") == "secrets"]
+        self.assertEqual(secrets, [], "flexcsi read a secret")
+        deletes = [e for e in writes if e["verb"] == "delete"
+                   and e["objectRef"].get("resource") == "persistentvolumes"
+                   and e["responseStatus"]["code"] < 300]
+        self.assertTrue(deletes)
+        for e in deletes:
+            options = e.get("requestObject") or {}
+            self.assertTrue(options.get("preconditions", {}).get("uid"),
+                            "PV %s deleted without a uid precondition" % e["objectRef"]["name"])
+            deleted = e.get("responseObject") or {}
+            self.assertEqual(deleted.get("spec", {}).get("persistentVolumeReclaimPolicy"),
+                             "Retain", "PV %s deleted while not Retain" % e["objectRef"]["name"])
+        print("\naudit: %d requests by flexcsi, %d writes, %d PV deletes, all with a uid "
+              "precondition on a Retain PV" % (len(events), len(writes), len(deletes)), flush=True)
+
+
+if __name__ == "__main__":
+    clustertest.main()

@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libboost-dev libboost-filesystem-dev libmount-dev libssl-dev
   libsqlite3-dev libcurl4-openssl-dev libsimdjson-dev rapidjson-dev libgtest-dev libgmock-dev libcli11-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
   e2fsprogs xfsprogs util-linux mount jq openssl python3
+  file  # cpack's dpkg-shlibdeps step (the .deb and the container image build)
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml
   hyperfine

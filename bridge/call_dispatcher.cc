@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bridge/flex_calls.h"
+#include "common/flex_call_limits.h"
 
 namespace flexcsi {
 namespace {
@@ -85,6 +86,10 @@ nlohmann::json CallDispatcher::DispatchFlexCall(const BridgeRequest& request) {
   if (request.args.size() != spec->second.argc) {
     return FlexFailure("wrong number of arguments for " + request.call + ": expected " +
                        spec->second.usage + ", got " + std::to_string(request.args.size()));
+  }
+  // flexexec checked the same limits; the bridge does not rely on that.
+  if (Status bounded = CheckFlexCallLimits(request.call, request.args); !bounded.ok()) {
+    return FlexFailure(bounded.message());
   }
   const auto budget =
       request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms) : kDefaultBudget;

@@ -47,8 +47,8 @@ Status BridgeDaemon::Start() {
   store_ = std::move(*store);
   clients_ = std::make_unique<CsiClients>(&metrics_,
                                           std::chrono::seconds(config_.unavailable_retry_seconds));
-  ctx_ =
-      std::make_unique<BridgeContext>(BridgeContext{config_, *store_, locks_, metrics_, *clients_});
+  ctx_ = std::make_unique<BridgeContext>(
+      BridgeContext{config_, *store_, locks_, metrics_, *clients_, repairs_});
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
 
   LogDriverIdentities(config_, *clients_);

@@ -1,5 +1,6 @@
 #include "bridge/call_dispatcher.h"
 
+#include <algorithm>
 #include <exception>
 #include <map>
 
@@ -129,6 +130,17 @@ nlohmann::json CallDispatcher::Health() {
     reply["pendingRollbacks"] = counts->unsettled;
   } else {
     reply["records"] = {{"error", counts.status().ToString()}};
+  }
+  // Records whose undo keeps failing, for `flexcsi doctor` (repair_backoff.h).
+  reply["failingRepairs"] = nlohmann::json::array();
+  const auto now = RepairBackoff::Clock::now();
+  for (const auto& r : ctx_.repairs.Failing()) {
+    const auto wait = std::chrono::duration_cast<std::chrono::seconds>(r.next_attempt - now);
+    reply["failingRepairs"].push_back({{"kind", r.kind},
+                                       {"record", r.key},
+                                       {"attempts", r.attempts},
+                                       {"lastError", r.last_error},
+                                       {"nextAttemptSeconds", std::max<int64_t>(0, wait.count())}});
   }
 
   return reply;

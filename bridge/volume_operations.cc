@@ -195,8 +195,6 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
       client.NodeUnstageVolume(UnstageRequest(spec.volume.volume_handle, spec.staging_path),
                                deadline),
       spec.staging_path, "staged");
-  // A marker of an earlier attempt (the record may have been a no-stage one) goes too.
-  if (rollback.ok() && needs_mount_point) rollback = UnmountStagingMarker(spec.staging_path);
   if (rollback.ok()) rollback = ctx.store.DeleteStaging(spec.staging_path);
   if (rollback.ok() && spec.owner == StagingOwner::kBridge) {
     RemoveDirectoryIfEmpty(spec.staging_path);

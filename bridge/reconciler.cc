@@ -151,17 +151,24 @@ void ReconcileAttachment(BridgeContext& ctx, const AttachmentRecord& stale,
              "attachment of " + r.volume_id, report);
 }
 
-// Records finished by other means (kubelet's retry, an operator) leave the backoff table.
-void ForgetRepairsOfVanishedRecords(BridgeContext& ctx) {
+// Records finished by other means (kubelet's retry, an operator) leave the backoff table: only
+// a record still unfinished has a repair to wait for (a failed repair leaves it removing).
+void ForgetRepairsOfFinishedRecords(BridgeContext& ctx) {
   auto pubs = ctx.store.ListPublications();
   auto stagings = ctx.store.ListStagings();
   auto attachments = ctx.store.ListAttachments();
   if (!pubs.ok() || !stagings.ok() || !attachments.ok()) return;
   std::set<std::string> keys;
-  for (const auto& r : *pubs) keys.insert(PublicationRepairKey(r.target_path));
-  for (const auto& r : *stagings) keys.insert(StagingRepairKey(r.staging_path));
+  for (const auto& r : *pubs) {
+    if (r.phase != Phase::kDone) keys.insert(PublicationRepairKey(r.target_path));
+  }
+  for (const auto& r : *stagings) {
+    if (r.phase != Phase::kDone) keys.insert(StagingRepairKey(r.staging_path));
+  }
   for (const auto& r : *attachments) {
-    keys.insert(AttachmentRepairKey(r.flex_driver, r.volume_name, r.node_name));
+    if (r.phase != Phase::kDone) {
+      keys.insert(AttachmentRepairKey(r.flex_driver, r.volume_name, r.node_name));
+    }
   }
   ctx.repairs.Retain(keys);
 }
@@ -183,7 +190,7 @@ ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope
   ctx.metrics.AddReconcileRepairs("promoted", report.promoted);
   ctx.metrics.AddReconcileRepairs("rolled_back", report.rolled_back);
   ctx.metrics.AddReconcileRepairs("failed", report.failed);
-  ForgetRepairsOfVanishedRecords(ctx);
+  ForgetRepairsOfFinishedRecords(ctx);
   if (auto counts = ctx.store.CountRecords(); counts.ok()) {
     ctx.metrics.SetRecords("attachments", counts->attachments);
     ctx.metrics.SetRecords("stagings", counts->stagings);

@@ -65,6 +65,14 @@ StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
       req, call.deadline.LeavingForRollback(RollbackReserve(call.deadline)));
   if (!published.ok()) {
     Status rollback = DetachVolume(ctx, record, call.deadline);
+    const std::string key =
+        AttachmentRepairKey(record.flex_driver, record.volume_name, record.node_name);
+    if (rollback.ok()) {
+      ctx.repairs.RecordSuccess(key);
+    } else {
+      ctx.repairs.RecordFailure("attachment", key, rollback.ToString(),
+                                RepairBackoff::Clock::now());
+    }
     return Status(
         published.status().code(),
         published.status().message() +

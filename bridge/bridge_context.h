@@ -9,6 +9,7 @@
 #include "bridge/bridge_config.h"
 #include "bridge/csi_client.h"
 #include "bridge/metrics.h"
+#include "bridge/repair_backoff.h"
 #include "bridge/state_store.h"
 #include "common/volume_locks.h"
 
@@ -42,6 +43,7 @@ struct BridgeContext {
   VolumeLocks& locks;
   Metrics& metrics;
   CsiClients& clients;
+  RepairBackoff& repairs;  // undos that failed, retried by the reconciler with backoff
   const NodeRegistrar* registrar = nullptr;  // null until started, and in tests
 
   CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }

@@ -47,14 +47,15 @@ Status BridgeDaemon::Start() {
   store_ = std::move(*store);
   clients_ = std::make_unique<CsiClients>(&metrics_,
                                           std::chrono::seconds(config_.unavailable_retry_seconds));
-  ctx_ =
-      std::make_unique<BridgeContext>(BridgeContext{config_, *store_, locks_, metrics_, *clients_});
+  ctx_ = std::make_unique<BridgeContext>(
+      BridgeContext{config_, *store_, locks_, metrics_, *clients_, repairs_});
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
 
   LogDriverIdentities(config_, *clients_);
   // Registration runs beside the serving, never in front of it: a cluster that is down or
   // denies the writes must not keep a single mount from happening.
-  registrar_ = std::make_unique<NodeRegistrar>(config_, *clients_, ResolveRegistrationAccess(config_));
+  registrar_ =
+      std::make_unique<NodeRegistrar>(config_, *clients_, ResolveRegistrationAccess(config_));
   registrar_->Start();
   ctx_->registrar = registrar_.get();
   startup_report_ = ReconcileWithMountTable(*ctx_, ReconcileScope::kAllRecords);

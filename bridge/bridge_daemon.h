@@ -29,6 +29,7 @@ class BridgeDaemon {
   BridgeConfig config_;
   Metrics metrics_;
   VolumeLocks locks_;
+  RepairBackoff repairs_{&metrics_};
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<CsiClients> clients_;
   std::unique_ptr<BridgeContext> ctx_;

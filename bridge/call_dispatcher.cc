@@ -1,5 +1,6 @@
 #include "bridge/call_dispatcher.h"
 
+#include <algorithm>
 #include <exception>
 #include <map>
 
@@ -7,6 +8,7 @@
 
 #include "bridge/flex_calls.h"
 #include "bridge/node_registrar.h"
+#include "common/flex_call_limits.h"
 
 namespace flexcsi {
 namespace {
@@ -87,6 +89,10 @@ nlohmann::json CallDispatcher::DispatchFlexCall(const BridgeRequest& request) {
     return FlexFailure("wrong number of arguments for " + request.call + ": expected " +
                        spec->second.usage + ", got " + std::to_string(request.args.size()));
   }
+  // flexexec checked the same limits; the bridge does not rely on that.
+  if (Status bounded = CheckFlexCallLimits(request.call, request.args); !bounded.ok()) {
+    return FlexFailure(bounded.message());
+  }
   const auto budget =
       request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms) : kDefaultBudget;
   FlexCall call{*driver, request.call, request.args, Deadline::In(budget)};
@@ -131,6 +137,17 @@ nlohmann::json CallDispatcher::Health() {
     reply["pendingRollbacks"] = counts->unsettled;
   } else {
     reply["records"] = {{"error", counts.status().ToString()}};
+  }
+  // Records whose undo keeps failing, for `flexcsi doctor` (repair_backoff.h).
+  reply["failingRepairs"] = nlohmann::json::array();
+  const auto now = RepairBackoff::Clock::now();
+  for (const auto& r : ctx_.repairs.Failing()) {
+    const auto wait = std::chrono::duration_cast<std::chrono::seconds>(r.next_attempt - now);
+    reply["failingRepairs"].push_back({{"kind", r.kind},
+                                       {"record", r.key},
+                                       {"attempts", r.attempts},
+                                       {"lastError", r.last_error},
+                                       {"nextAttemptSeconds", std::max<int64_t>(0, wait.count())}});
   }
 
   return reply;

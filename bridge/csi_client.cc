@@ -21,6 +21,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A driver's error travels in gRPC metadata (grpc-message), and drivers echo the volume ID
+  // and paths in it. gRPC C++ refuses metadata over 8 KiB by default, which turned a long ID
+  // into "RESOURCE_EXHAUSTED: received initial metadata size exceeds limit" instead of the
+  // driver's answer; kubelet's Go gRPC accepts 16 MiB. 1 MiB keeps any real message.
+  args.SetInt(GRPC_ARG_MAX_METADATA_SIZE, 1 << 20);
   // kubelet uses authority "localhost" for Unix sockets; some drivers check it.
   args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
   return grpc::CreateCustomChannel(GrpcTarget(endpoint), grpc::InsecureChannelCredentials(), args);

@@ -83,4 +83,17 @@ std::map<std::string, std::string> FlexOptions::WithoutSecrets() const {
   return out;
 }
 
+std::string RedactSecretValues(std::string text,
+                               const std::map<std::string, std::string>& secrets) {
+  static const std::string kRedacted = "<redacted>";
+  for (const auto& [name, value] : secrets) {
+    if (value.size() < 4) continue;
+    for (size_t at = text.find(value); at != std::string::npos;
+         at = text.find(value, at + kRedacted.size())) {
+      text.replace(at, value.size(), kRedacted);
+    }
+  }
+  return text;
+}
+
 }  // namespace flexcsi

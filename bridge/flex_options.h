@@ -36,4 +36,10 @@ struct FlexOptions {
   std::map<std::string, std::string> WithoutSecrets() const;
 };
 
+// `text` with every secret value in it replaced by "<redacted>": for a driver's error message
+// about a request that carried secrets, before the bridge logs it or hands it to kubelet, since
+// drivers have been known to echo their request. Values shorter than 4 bytes are left alone
+// (they would redact ordinary words and say little about the secret).
+std::string RedactSecretValues(std::string text, const std::map<std::string, std::string>& secrets);
+
 }  // namespace flexcsi

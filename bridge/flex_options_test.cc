@@ -84,5 +84,16 @@ TEST(FlexOptionsTest, BadSecretNamesTheKeyButNeverTheValue) {
   EXPECT_EQ(o.status().message().find("hunter2"), std::string::npos);
 }
 
+TEST(RedactSecretValuesTest, EveryOccurrenceOfEverySecretGoes) {
+  const std::map<std::string, std::string> secrets = {{"password", "hunter22"},
+                                                      {"token", "abc"},  // too short to matter
+                                                      {"key", "k3y-k3y"}};
+  EXPECT_EQ("login failed for <redacted>/<redacted>: <redacted> abc",
+            RedactSecretValues("login failed for hunter22/k3y-k3y: hunter22 abc", secrets));
+  EXPECT_EQ("nothing here", RedactSecretValues("nothing here", secrets));
+  // A secret that contains the replacement text does not loop forever.
+  EXPECT_EQ("<redacted>", RedactSecretValues("<redacted>", {{"s", "<redacted>"}}));
+}
+
 }  // namespace
 }  // namespace flexcsi

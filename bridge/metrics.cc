@@ -102,6 +102,11 @@ void Metrics::AddReconcileRepairs(const std::string& kind, int64_t count) {
   repairs_[kind] += static_cast<uint64_t>(count);
 }
 
+void Metrics::SetFailingRepairs(const std::string& kind, int64_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failing_repairs_[kind] = count;
+}
+
 std::string Metrics::RenderPrometheusText() const {
   std::ostringstream out;
   out.imbue(std::locale::classic());
@@ -141,6 +146,14 @@ std::string Metrics::RenderPrometheusText() const {
   for (const auto& [kind, value] : repairs_) {
     out << "flexcsi_reconcile_repairs_total{kind=\"" << EscapePrometheusLabelValue(kind) << "\"} "
         << value << '\n';
+  }
+
+  WriteHeader(out, "flexcsi_failing_repairs", "gauge",
+              "Records whose undo failed and is retried with backoff (1 s doubling to 5 min), "
+              "by kind; `flexcsi doctor` names them.");
+  for (const auto& [kind, value] : failing_repairs_) {
+    out << "flexcsi_failing_repairs{kind=\"" << EscapePrometheusLabelValue(kind) << "\"} " << value
+        << '\n';
   }
   return out.str();
 }

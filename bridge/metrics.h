@@ -7,6 +7,8 @@
 //   flexcsi_csi_rpc_duration_seconds{method,code}            histogram, 1 ms .. 120 s
 //   flexcsi_records{kind}                                    gauge (rows in the state database)
 //   flexcsi_reconcile_repairs_total{kind}                    counter
+//   flexcsi_failing_repairs{kind}                            gauge (records whose undo keeps
+//                                                            failing; retried with backoff)
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,9 @@ class Metrics {
   void SetRecords(const std::string& kind, int64_t count);
   // `count` records repaired by reconciliation, by what was done: promoted | rolled_back | ...
   void AddReconcileRepairs(const std::string& kind, int64_t count);
+  // How many records of a kind (attachment | staging | publication) have an undo that failed
+  // and waits for its next attempt (repair_backoff.h).
+  void SetFailingRepairs(const std::string& kind, int64_t count);
 
   // The whole exposition, families in a fixed order, series sorted by labels.
   std::string RenderPrometheusText() const;
@@ -57,6 +62,7 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, Histogram> csi_rpcs_;   // (method, code name)
   std::map<std::string, int64_t> records_;                              // kind -> rows
   std::map<std::string, uint64_t> repairs_;                             // kind -> total
+  std::map<std::string, int64_t> failing_repairs_;                      // kind -> records
 };
 
 // Escapes a label value for the text format: backslash, double quote and newline.

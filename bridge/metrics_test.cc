@@ -104,6 +104,17 @@ TEST(MetricsTest, RecordsAreSetAndRepairsAccumulate) {
   EXPECT_EQ(text.find("kind=\"promoted\""), std::string::npos);
 }
 
+TEST(MetricsTest, FailingRepairsAreAGaugeThatGoesBackToZero) {
+  Metrics m;
+  m.SetFailingRepairs("staging", 6);
+  m.SetFailingRepairs("staging", 0);
+  m.SetFailingRepairs("publication", 2);
+  const std::string text = m.RenderPrometheusText();
+  EXPECT_NE(text.find("# TYPE flexcsi_failing_repairs gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("flexcsi_failing_repairs{kind=\"staging\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("flexcsi_failing_repairs{kind=\"publication\"} 2\n"), std::string::npos);
+}
+
 TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(EscapePrometheusLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   Metrics m;
@@ -147,6 +158,7 @@ TEST(MetricsTest, PromtoolAcceptsEmptyAndFullExpositions) {
   m.SetRecords("attachments", 2);
   m.AddReconcileRepairs("rolled_back", 1);
   m.AddReconcileRepairs("promoted", 2);
+  m.SetFailingRepairs("staging", 1);
   output.clear();
   const std::string text = m.RenderPrometheusText();
   EXPECT_EQ(PromtoolCheckMetrics(text, &output), 0) << output << "\n" << text;

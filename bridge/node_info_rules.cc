@@ -17,7 +17,9 @@ const json& Field(const json& object, const char* key) {
   return it == object.end() ? kNull : *it;
 }
 
-const json& Metadata(const json& object, const char* key) { return Field(Field(object, "metadata"), key); }
+const json& Metadata(const json& object, const char* key) {
+  return Field(Field(object, "metadata"), key);
+}
 
 std::string StringAt(const json& object, const char* key) {
   const json& v = Field(object, key);
@@ -30,9 +32,9 @@ StatusOr<json> NodeIdMap(const json& node) {
   if (!value.is_string() || value.get<std::string>().empty()) return json::object();
   json parsed = json::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) {
-    return FailedPrecondition(std::string("annotation ") + kNodeIdAnnotation +
-                              " on the node is not a JSON map of driver to node id: " +
-                              value.get<std::string>());
+    return FailedPrecondition(
+        std::string("annotation ") + kNodeIdAnnotation +
+        " on the node is not a JSON map of driver to node id: " + value.get<std::string>());
   }
   return parsed;
 }
@@ -66,7 +68,8 @@ bool SameEntry(const json& entry, const DriverNodeInfo& info) {
   const json want = CsiNodeDriverEntry(info);
   return StringAt(entry, "nodeID") == info.node_id &&
          StringSet(Field(entry, "topologyKeys")) == StringSet(want.value("topologyKeys", json())) &&
-         Field(entry, "allocatable") == (want.contains("allocatable") ? want["allocatable"] : json());
+         Field(entry, "allocatable") ==
+             (want.contains("allocatable") ? want["allocatable"] : json());
 }
 
 // Topology keys that only `driver`'s CSINode entry lists: labels it may move.
@@ -97,10 +100,10 @@ StatusOr<std::optional<json>> NodeRegistrationPatch(const json& node, const json
   for (const auto& [key, value] : info.topology) {
     const json& existing = Field(labels, key.c_str());
     if (existing.is_string() && existing.get<std::string>() != value && !own.count(key)) {
-      return FailedPrecondition("topology label collision on the node: driver " + info.driver +
-                                " reports " + key + "=" + value + " but the node has " + key +
-                                "=" + existing.get<std::string>() +
-                                " (another driver or a person set it; flexcsi never overwrites it)");
+      return FailedPrecondition(
+          "topology label collision on the node: driver " + info.driver + " reports " + key + "=" +
+          value + " but the node has " + key + "=" + existing.get<std::string>() +
+          " (another driver or a person set it; flexcsi never overwrites it)");
     }
     if (!existing.is_string() || existing.get<std::string>() != value) new_labels[key] = value;
   }
@@ -149,8 +152,8 @@ json CsiNodeDriverEntry(const DriverNodeInfo& info) {
   if (!info.topology.empty()) entry["topologyKeys"] = SortedKeys(info.topology);
   if (info.max_volumes > 0) {
     // The API field is an int32; kubelet caps larger limits the same way.
-    entry["allocatable"] = {{"count", std::min<int64_t>(info.max_volumes,
-                                                        std::numeric_limits<int32_t>::max())}};
+    entry["allocatable"] = {
+        {"count", std::min<int64_t>(info.max_volumes, std::numeric_limits<int32_t>::max())}};
   }
   return entry;
 }
@@ -196,16 +199,16 @@ std::optional<json> CsiNodeWithoutDriver(const json& csinode, const std::string&
 RegisteredDriver ReadRegistration(const json& node, const json& csinode,
                                   const DriverNodeInfo& expected) {
   RegisteredDriver out;
-  if (auto ids = NodeIdMap(node); ids.ok()) out.annotation_node_id = StringAt(*ids, expected.driver.c_str());
+  if (auto ids = NodeIdMap(node); ids.ok())
+    out.annotation_node_id = StringAt(*ids, expected.driver.c_str());
   if (const json* entry = FindEntry(csinode, expected.driver)) {
     out.csinode_node_id = StringAt(*entry, "nodeID");
   }
-  out.labels_match = std::all_of(expected.topology.begin(), expected.topology.end(),
-                                 [&](const auto& segment) {
-                                   const json& v = Field(Metadata(node, "labels"),
-                                                         segment.first.c_str());
-                                   return v.is_string() && v.get<std::string>() == segment.second;
-                                 });
+  out.labels_match =
+      std::all_of(expected.topology.begin(), expected.topology.end(), [&](const auto& segment) {
+        const json& v = Field(Metadata(node, "labels"), segment.first.c_str());
+        return v.is_string() && v.get<std::string>() == segment.second;
+      });
   return out;
 }
 

@@ -71,7 +71,7 @@ std::optional<nlohmann::json> CsiNodeWithoutDriver(const nlohmann::json& csinode
 struct RegisteredDriver {
   std::string annotation_node_id;
   std::string csinode_node_id;
-  bool labels_match = false;  // every topology segment of `expected` is a label on the node
+  bool labels_match = false;   // every topology segment of `expected` is a label on the node
   bool csinode_served = true;  // false on clusters before 1.14: only labels and annotation
 
   bool Matches(const DriverNodeInfo& expected) const {

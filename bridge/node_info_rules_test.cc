@@ -15,8 +15,11 @@ DriverNodeInfo Loopback(const std::string& node_id = "node-1") {
 
 json Node(json labels = json::object(), json annotations = json::object()) {
   return {{"metadata",
-           {{"name", "node-1"}, {"uid", "u-1"}, {"resourceVersion", "7"},
-            {"labels", labels}, {"annotations", annotations}}}};
+           {{"name", "node-1"},
+            {"uid", "u-1"},
+            {"resourceVersion", "7"},
+            {"labels", labels},
+            {"annotations", annotations}}}};
 }
 
 TEST(NodeRegistrationPatch, AddsLabelAndMergesNodeIdMapKeepingOtherDrivers) {
@@ -33,7 +36,8 @@ TEST(NodeRegistrationPatch, AddsLabelAndMergesNodeIdMapKeepingOtherDrivers) {
 }
 
 TEST(NodeRegistrationPatch, NothingWhenTheNodeAlreadySaysItAll) {
-  json node = Node({{kKey, "node-1"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"node-1"})"}});
+  json node =
+      Node({{kKey, "node-1"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"node-1"})"}});
   auto patch = NodeRegistrationPatch(node, nullptr, Loopback());
   ASSERT_TRUE(patch.ok());
   EXPECT_FALSE(patch->has_value());
@@ -58,8 +62,10 @@ TEST(NodeRegistrationPatch, ATopologyLabelWithAnotherValueIsACollisionNeverOverw
 }
 
 TEST(NodeRegistrationPatch, ADriverMovesItsOwnLabelButNotOneAnotherDriverListsToo) {
-  json node = Node({{kKey, "old-id"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"old-id"})"}});
-  json own = {{"spec", {{"drivers", {{{"name", "loopback.csi.flexcsi.io"}, {"topologyKeys", {kKey}}}}}}}};
+  json node =
+      Node({{kKey, "old-id"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"old-id"})"}});
+  json own = {
+      {"spec", {{"drivers", {{{"name", "loopback.csi.flexcsi.io"}, {"topologyKeys", {kKey}}}}}}}};
   auto patch = NodeRegistrationPatch(node, own, Loopback("new-id"));
   ASSERT_TRUE(patch.ok()) << patch.status().ToString();
   ASSERT_TRUE(patch->has_value());
@@ -111,10 +117,11 @@ TEST(CsiNode, AddReplaceAndRemoveTouchOnlyTheDriversEntry) {
 TEST(NodeUnregistrationPatch, RemovesOwnEntryAndOnlyLabelsNoOtherDriverLists) {
   json node = Node({{kKey, "node-1"}, {"shared/zone", "z"}},
                    {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"node-1","other":"o"})"}});
-  json csinode = {{"spec", {{"drivers",
-                             {{{"name", "loopback.csi.flexcsi.io"},
-                               {"topologyKeys", {kKey, "shared/zone"}}},
-                              {{"name", "other"}, {"topologyKeys", {"shared/zone"}}}}}}}};
+  json csinode = {
+      {"spec",
+       {{"drivers",
+         {{{"name", "loopback.csi.flexcsi.io"}, {"topologyKeys", {kKey, "shared/zone"}}},
+          {{"name", "other"}, {"topologyKeys", {"shared/zone"}}}}}}}};
   auto patch = NodeUnregistrationPatch(node, csinode, "loopback.csi.flexcsi.io");
   ASSERT_TRUE(patch.has_value());
   EXPECT_EQ((*patch)["metadata"]["labels"], json({{kKey, nullptr}}));
@@ -131,8 +138,10 @@ TEST(NodeUnregistrationPatch, TheLastDriverTakesTheAnnotationAwayAndNothingIsNot
 }
 
 TEST(ReadRegistration, SaysWhichNodeIdEachPlaceHolds) {
-  json node = Node({{kKey, "node-1"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"node-1"})"}});
-  json csinode = {{"spec", {{"drivers", {{{"name", "loopback.csi.flexcsi.io"}, {"nodeID", "stale"}}}}}}};
+  json node =
+      Node({{kKey, "node-1"}}, {{kNodeIdAnnotation, R"({"loopback.csi.flexcsi.io":"node-1"})"}});
+  json csinode = {
+      {"spec", {{"drivers", {{{"name", "loopback.csi.flexcsi.io"}, {"nodeID", "stale"}}}}}}};
   RegisteredDriver seen = ReadRegistration(node, csinode, Loopback());
   EXPECT_EQ(seen.annotation_node_id, "node-1");
   EXPECT_EQ(seen.csinode_node_id, "stale");

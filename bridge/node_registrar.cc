@@ -17,10 +17,12 @@ using Clock = std::chrono::steady_clock;
 constexpr int kConflictRetries = 5;
 constexpr milliseconds kFirstRetry = seconds(1);
 constexpr milliseconds kMaxRetry = std::chrono::minutes(5);
-constexpr seconds kPollDrivers = seconds(5);     // NodeGetInfo: cheap, local
+constexpr seconds kPollDrivers = seconds(5);      // NodeGetInfo: cheap, local
 constexpr seconds kRecheckCluster = seconds(60);  // someone may have edited the objects
 
-kube::ResourcePath NodePath(const std::string& name) { return kube::ResourcePath::Core("nodes").Named(name); }
+kube::ResourcePath NodePath(const std::string& name) {
+  return kube::ResourcePath::Core("nodes").Named(name);
+}
 kube::ResourcePath CsiNodes() { return kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"); }
 
 // A 404 for the resource itself (clusters before 1.14 serve no CSINode) rather than the object.
@@ -179,9 +181,10 @@ NodeRegistrar::~NodeRegistrar() { Stop(); }
 
 void NodeRegistrar::Start() {
   if (!access_.client) {
-    spdlog::warn("CSI drivers are not registered on this node's Node and CSINode ({}); "
-                 "volumes whose PVs carry topology may not schedule to this node",
-                 access_.why_not);
+    spdlog::warn(
+        "CSI drivers are not registered on this node's Node and CSINode ({}); "
+        "volumes whose PVs carry topology may not schedule to this node",
+        access_.why_not);
     return;
   }
   spdlog::info("registering CSI drivers on node {}", access_.node_name);
@@ -241,7 +244,8 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
   CsiClient& csi = clients_.For(endpoint);
   const Deadline deadline = Deadline::In(seconds(5));
   auto plugin = csi.GetPluginInfo(deadline);
-  auto info = plugin.ok() ? csi.NodeGetInfo(deadline) : StatusOr<csi::v1::NodeGetInfoResponse>(plugin.status());
+  auto info = plugin.ok() ? csi.NodeGetInfo(deadline)
+                          : StatusOr<csi::v1::NodeGetInfoResponse>(plugin.status());
   if (!info.ok()) {
     // Kept as registered: a restarting driver is still this node's driver.
     if (!state.registered) state.state = "pending";
@@ -264,15 +268,18 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
       state.next_check = now + kRecheckCluster;
       return;
     }
-    spdlog::warn("driver {}: its registration on node {} changed in the cluster{}; writing it "
-                 "again", want.driver, access_.node_name,
-                 seen.ok() ? "" : " (cannot read it: " + seen.status().ToString() + ")");
+    spdlog::warn(
+        "driver {}: its registration on node {} changed in the cluster{}; writing it "
+        "again",
+        want.driver, access_.node_name,
+        seen.ok() ? "" : " (cannot read it: " + seen.status().ToString() + ")");
   }
   Status registered = RegisterDriverOnNode(*access_.client, access_.node_name, want);
   if (registered.ok()) {
-    spdlog::info("driver {} registered on node {}: node id {}, {} topology segment(s), "
-                 "max volumes {}", want.driver, access_.node_name, want.node_id,
-                 want.topology.size(), want.max_volumes);
+    spdlog::info(
+        "driver {} registered on node {}: node id {}, {} topology segment(s), "
+        "max volumes {}",
+        want.driver, access_.node_name, want.node_id, want.topology.size(), want.max_volumes);
     state.registered = want;
     state.state = "registered";
     state.message = "node id " + want.node_id;
@@ -286,8 +293,8 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
   state.next_attempt = now + state.delay;
   state.state = "failed";
   state.message = registered.ToString();
-  spdlog::warn("driver {}: cannot register on node {} (attempt {}, next in {} s): {}",
-               want.driver, access_.node_name, state.attempts,
+  spdlog::warn("driver {}: cannot register on node {} (attempt {}, next in {} s): {}", want.driver,
+               access_.node_name, state.attempts,
                std::chrono::duration_cast<seconds>(state.delay).count(), registered.ToString());
 }
 

@@ -1,5 +1,6 @@
 #include "bridge/reconciler.h"
 
+#include <algorithm>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -44,10 +45,32 @@ void Note(ReconcileReport* report, int* counter, const std::string& line) {
   report->details.push_back(line);
 }
 
+// Whether the record's repair may be tried now; counts it as deferred otherwise.
+bool RepairDue(BridgeContext& ctx, const std::string& key, ReconcileReport* report) {
+  if (ctx.repairs.Due(key, RepairBackoff::Clock::now())) return true;
+  ++report->deferred;
+  return false;
+}
+
+// Feeds the outcome of a repair into the backoff table and the report.
+void NoteRepair(BridgeContext& ctx, const char* kind, const std::string& key, const Status& undone,
+                const std::string& done_line, const std::string& failed_what,
+                ReconcileReport* report) {
+  if (undone.ok()) {
+    ctx.repairs.RecordSuccess(key);
+    Note(report, &report->rolled_back, done_line);
+  } else {
+    ctx.repairs.RecordFailure(kind, key, undone.ToString(), RepairBackoff::Clock::now());
+    Note(report, &report->failed, "could not roll back " + failed_what + ": " + undone.ToString());
+  }
+}
+
 void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
                           const std::set<std::string>& mounted, ReconcileScope scope,
                           ReconcileReport* report) {
   if (!InScope(scope, stale.phase)) return;
+  const std::string key = PublicationRepairKey(stale.target_path);
+  if (!RepairDue(ctx, key, report)) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   // Re-read under the lock: the call that held it may have finished the record meanwhile.
   auto current = ctx.store.GetPublication(stale.target_path);
@@ -58,6 +81,7 @@ void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
     const bool was_publishing = r.phase == Phase::kInProgress;
     r.phase = Phase::kDone;
     if (ctx.store.PutPublication(r).ok()) {
+      ctx.repairs.RecordSuccess(key);
       Note(report, &report->promoted,
            std::string(was_publishing ? "promoted" : "kept") + " publication " + r.target_path +
                " of " + r.volume_id + " (mounted)");
@@ -65,13 +89,9 @@ void ReconcilePublication(BridgeContext& ctx, const PublicationRecord& stale,
     return;
   }
   Status undone = UnpublishVolume(ctx, r, Deadline::In(kRepairBudget));
-  if (undone.ok()) {
-    Note(report, &report->rolled_back,
-         "rolled back publication " + r.target_path + " of " + r.volume_id + " (not mounted)");
-  } else {
-    Note(report, &report->failed,
-         "could not roll back publication " + r.target_path + ": " + undone.ToString());
-  }
+  NoteRepair(ctx, "publication", key, undone,
+             "rolled back publication " + r.target_path + " of " + r.volume_id + " (not mounted)",
+             "publication " + r.target_path, report);
 }
 
 void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
@@ -81,6 +101,8 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   // compare. Every other shape is judged by what it should leave at its path (ExpectsMount).
   const bool bookkeeping_only = stale.shape == StagingShape::kNoStage && !stale.marker;
   if (!InScope(scope, stale.phase) || bookkeeping_only) return;
+  const std::string key = StagingRepairKey(stale.staging_path);
+  if (!RepairDue(ctx, key, report)) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   auto current = ctx.store.GetStaging(stale.staging_path);
   if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
@@ -97,6 +119,7 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
       if (r.shape == StagingShape::kDriverMount) r.shape = StagingShape::kRecordOnly;
     }
     if (ctx.store.PutStaging(r).ok()) {
+      ctx.repairs.RecordSuccess(key);
       Note(report, &report->promoted,
            "promoted staging " + r.staging_path + " of " + r.volume_id + " (mounted)");
     }
@@ -106,31 +129,48 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   if (!users.ok() || *users > 0) return;  // publications are reconciled first; wait for them
   Status undone = UnstageVolume(ctx, r, Deadline::In(kRepairBudget));
   const std::string why = judged_by_mount ? "not mounted" : "no publication uses it";
-  if (undone.ok()) {
-    Note(report, &report->rolled_back,
-         "rolled back staging " + r.staging_path + " of " + r.volume_id + " (" + why + ")");
-  } else {
-    Note(report, &report->failed,
-         "could not roll back staging " + r.staging_path + ": " + undone.ToString());
-  }
+  NoteRepair(ctx, "staging", key, undone,
+             "rolled back staging " + r.staging_path + " of " + r.volume_id + " (" + why + ")",
+             "staging " + r.staging_path, report);
 }
 
 void ReconcileAttachment(BridgeContext& ctx, const AttachmentRecord& stale,
                          ReconcileReport* report) {
   if (stale.phase == Phase::kDone) return;
+  const std::string key =
+      AttachmentRepairKey(stale.flex_driver, stale.volume_name, stale.node_name);
+  if (!RepairDue(ctx, key, report)) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   auto current = ctx.store.GetAttachment(stale.flex_driver, stale.volume_name, stale.node_name);
   if (!current.ok() || !current->has_value() || (*current)->phase == Phase::kDone) return;
   const AttachmentRecord& r = **current;
   if (ctx.config.FindDriver(r.flex_driver) == nullptr) return;
   Status undone = DetachVolume(ctx, r, Deadline::In(kRepairBudget));
-  if (undone.ok()) {
-    Note(report, &report->rolled_back,
-         "rolled back unfinished attachment of " + r.volume_id + " to " + r.node_name);
-  } else {
-    Note(report, &report->failed,
-         "could not roll back attachment of " + r.volume_id + ": " + undone.ToString());
+  NoteRepair(ctx, "attachment", key, undone,
+             "rolled back unfinished attachment of " + r.volume_id + " to " + r.node_name,
+             "attachment of " + r.volume_id, report);
+}
+
+// Records finished by other means (kubelet's retry, an operator) leave the backoff table: only
+// a record still unfinished has a repair to wait for (a failed repair leaves it removing).
+void ForgetRepairsOfFinishedRecords(BridgeContext& ctx) {
+  auto pubs = ctx.store.ListPublications();
+  auto stagings = ctx.store.ListStagings();
+  auto attachments = ctx.store.ListAttachments();
+  if (!pubs.ok() || !stagings.ok() || !attachments.ok()) return;
+  std::set<std::string> keys;
+  for (const auto& r : *pubs) {
+    if (r.phase != Phase::kDone) keys.insert(PublicationRepairKey(r.target_path));
   }
+  for (const auto& r : *stagings) {
+    if (r.phase != Phase::kDone) keys.insert(StagingRepairKey(r.staging_path));
+  }
+  for (const auto& r : *attachments) {
+    if (r.phase != Phase::kDone) {
+      keys.insert(AttachmentRepairKey(r.flex_driver, r.volume_name, r.node_name));
+    }
+  }
+  ctx.repairs.Retain(keys);
 }
 
 }  // namespace
@@ -150,6 +190,7 @@ ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope
   ctx.metrics.AddReconcileRepairs("promoted", report.promoted);
   ctx.metrics.AddReconcileRepairs("rolled_back", report.rolled_back);
   ctx.metrics.AddReconcileRepairs("failed", report.failed);
+  ForgetRepairsOfFinishedRecords(ctx);
   if (auto counts = ctx.store.CountRecords(); counts.ok()) {
     ctx.metrics.SetRecords("attachments", counts->attachments);
     ctx.metrics.SetRecords("stagings", counts->stagings);
@@ -160,8 +201,20 @@ ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope
 
 void PeriodicReconciler::Start() {
   thread_ = std::thread([this] {
+    using Clock = RepairBackoff::Clock;
+    // How soon a failure recorded by a FlexVolume call (not by this thread) is noticed.
+    constexpr std::chrono::seconds kTick(1);
     std::unique_lock<std::mutex> lock(mu_);
-    while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    auto next_pass = Clock::now() + interval_;
+    for (;;) {
+      if (wake_.wait_until(lock, std::min(next_pass, Clock::now() + kTick),
+                           [this] { return stopping_; })) {
+        return;
+      }
+      const auto now = Clock::now();
+      const auto due = ctx_.repairs.NextDue();
+      if (now < next_pass && !(due && *due <= now)) continue;
+      if (now >= next_pass) next_pass = now + interval_;
       lock.unlock();
       ReconcileReport report = ReconcileWithMountTable(ctx_, ReconcileScope::kUnfinishedOnly);
       for (const auto& line : report.details) spdlog::warn("reconcile: {}", line);

@@ -10,7 +10,10 @@
 //   CSI staging NOT mounted and used by no publication -> NodeUnstageVolume, record deleted.
 //   attachment left attaching/detaching               -> ControllerUnpublishVolume, record
 //       deleted; kube-controller-manager retries attach or detach and converges.
-// A repair whose RPC fails leaves the record as it was, to be retried next round ("failed").
+// A repair whose RPC fails leaves the record as it was, to be retried ("failed"): 1 s later, then
+// 2 s, 4 s, ... up to 5 minutes (repair_backoff.h); a pass skips a record whose next attempt is
+// not due yet ("deferred"). NOT_FOUND from the driver on an undo counts as done when nothing is
+// mounted at the path (volume_operations.h), so a volume the driver never had leaves no record.
 // Each record is handled under its volume lock, so no call is in flight on it meanwhile.
 //
 // Stagings are judged by their shape (state_store.h StagingShape): a driver mount or the
@@ -33,6 +36,7 @@ struct ReconcileReport {
   int promoted = 0;     // in-progress records whose RPC had completed
   int rolled_back = 0;  // records whose path was not mounted, undone through CSI and deleted
   int failed = 0;       // repairs that could not be done now (driver unreachable, ...)
+  int deferred = 0;     // records skipped because their last repair failed too recently
   std::vector<std::string> details;  // one line per repair, for the log
 
   int repaired() const { return promoted + rolled_back; }
@@ -46,7 +50,8 @@ enum class ReconcileScope { kAllRecords, kUnfinishedOnly };
 
 ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope);
 
-// Runs ReconcileWithMountTable every `interval` on its own thread until Stop().
+// Runs ReconcileWithMountTable every `interval` on its own thread until Stop(), and sooner when
+// a failed repair's backoff (ctx.repairs) comes due.
 class PeriodicReconciler {
  public:
   PeriodicReconciler(BridgeContext& ctx, std::chrono::seconds interval)

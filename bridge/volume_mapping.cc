@@ -1,5 +1,7 @@
 #include "bridge/volume_mapping.h"
 
+#include "common/flex_call_limits.h"
+
 namespace flexcsi {
 
 StatusOr<CsiVolume> MapFlexVolume(const DriverConfig& driver, const FlexOptions& options) {
@@ -9,6 +11,9 @@ StatusOr<CsiVolume> MapFlexVolume(const DriverConfig& driver, const FlexOptions&
                                                    options.WithoutSecrets());
   if (!volume.ok())
     return volume.status().WithContext("mapping " + driver.flex_driver + " options");
+  // What the rule made is sent to the driver and stored: the same bounds as the options.
+  Status bounded = CheckCsiVolumeLimits(volume->volume_handle, volume->volume_attributes);
+  if (!bounded.ok()) return bounded.WithContext("mapping " + driver.flex_driver + " options");
   return volume;
 }
 

@@ -3,11 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/flex_options.h"
 #include "bridge/staging_marker.h"
 #include "common/mount_table.h"
 
@@ -26,6 +29,42 @@ Status MakeDirectories(const std::string& path) {
       return Internal("cannot create " + partial + ": " + std::strerror(errno));
     }
     if (slash == std::string::npos) return Status::Ok();
+  }
+}
+
+bool MentionsNot(const std::string& message, const char* what) {
+  std::string lower = message;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find(std::string("not ") + what) != std::string::npos;
+}
+
+// The answer of an undo (NodeUnstageVolume or NodeUnpublishVolume at `path`), read as whether
+// anything is left to undo. CSI lets a driver answer either RPC for a volume it does not know
+// with NOT_FOUND, and some answer FAILED_PRECONDITION "... not staged" / "not published" for one
+// it knows but never staged or published there: either way the driver holds nothing. The path
+// must agree, though: a driver that lost its own state must not make the bridge forget a live
+// mount, so a mount at `path` (other than the bridge's staging marker, which the caller removes
+// itself) keeps the error.
+Status UndoneUnlessMounted(const Status& undo, const std::string& path, const char* not_what) {
+  if (undo.ok()) return undo;
+  const bool driver_holds_nothing =
+      undo.code() == Code::kNotFound ||
+      (undo.code() == Code::kFailedPrecondition && MentionsNot(undo.message(), not_what));
+  if (!driver_holds_nothing) return undo;
+  if (IsMountPoint(path) && !IsStagingMarker(path)) {
+    return Status(undo.code(), undo.message() + " (yet " + path + " is still mounted)");
+  }
+  spdlog::info("{}: the driver holds nothing at {}; nothing to undo", undo.message(), path);
+  return Status::Ok();
+}
+
+// Records a failed undo for the reconciler's backoff, or clears an earlier failure.
+void NoteUndo(BridgeContext& ctx, const char* kind, const std::string& key, const Status& undo) {
+  if (undo.ok()) {
+    ctx.repairs.RecordSuccess(key);
+  } else {
+    ctx.repairs.RecordFailure(kind, key, undo.ToString(), RepairBackoff::Clock::now());
   }
 }
 
@@ -148,17 +187,19 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
     record.phase = Phase::kDone;
     return ctx.store.PutStaging(record);
   }
+  staged = Status(staged.code(), RedactSecretValues(staged.message(), spec.secrets));
 
   spdlog::warn("NodeStageVolume failed, rolling back: volume={} staging={} error=\"{}\"",
                spec.volume.volume_handle, spec.staging_path, staged.message());
-  Status rollback = client.NodeUnstageVolume(
-      UnstageRequest(spec.volume.volume_handle, spec.staging_path), deadline);
-  if (rollback.ok()) {
-    Status deleted = ctx.store.DeleteStaging(spec.staging_path);
-    if (deleted.ok() && spec.owner == StagingOwner::kBridge) {
-      RemoveDirectoryIfEmpty(spec.staging_path);
-    }
+  Status rollback = UndoneUnlessMounted(
+      client.NodeUnstageVolume(UnstageRequest(spec.volume.volume_handle, spec.staging_path),
+                               deadline),
+      spec.staging_path, "staged");
+  if (rollback.ok()) rollback = ctx.store.DeleteStaging(spec.staging_path);
+  if (rollback.ok() && spec.owner == StagingOwner::kBridge) {
+    RemoveDirectoryIfEmpty(spec.staging_path);
   }
+  NoteUndo(ctx, "staging", StagingRepairKey(spec.staging_path), rollback);
   return Status(staged.code(), staged.message() + RollbackNote(rollback));
 }
 
@@ -182,8 +223,10 @@ Status UnstageVolume(BridgeContext& ctx, const StagingRecord& record, const Dead
                                 " is no longer in the bridge configuration; cannot unstage " +
                                 record.volume_id);
     }
-    FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnstageVolume(
-        UnstageRequest(record.volume_id, record.staging_path), deadline));
+    FLEXCSI_RETURN_IF_ERROR(
+        UndoneUnlessMounted(ctx.ClientFor(*driver).NodeUnstageVolume(
+                                UnstageRequest(record.volume_id, record.staging_path), deadline),
+                            record.staging_path, "staged"));
   }
   // After the unstage, so that a failed one leaves the mount point that makes kubelet retry.
   // Looked for even without the record's flag: a crash may have come between mounting the
@@ -248,12 +291,16 @@ Status PublishVolume(BridgeContext& ctx, const PublishSpec& spec, const NodeCapa
     record.phase = Phase::kDone;
     return ctx.store.PutPublication(record);
   }
+  published = Status(published.code(), RedactSecretValues(published.message(), spec.secrets));
 
   spdlog::warn("NodePublishVolume failed, rolling back: volume={} target={} error=\"{}\"",
                spec.volume.volume_handle, spec.target_path, published.message());
-  Status rollback = client.NodeUnpublishVolume(
-      UnpublishRequest(spec.volume.volume_handle, spec.target_path), deadline);
+  Status rollback = UndoneUnlessMounted(
+      client.NodeUnpublishVolume(UnpublishRequest(spec.volume.volume_handle, spec.target_path),
+                                 deadline),
+      spec.target_path, "published");
   if (rollback.ok()) rollback = ctx.store.DeletePublication(spec.target_path);
+  NoteUndo(ctx, "publication", PublicationRepairKey(spec.target_path), rollback);
   return Status(published.code(), published.message() + RollbackNote(rollback));
 }
 
@@ -268,8 +315,10 @@ Status UnpublishVolume(BridgeContext& ctx, const PublicationRecord& record,
                               " is no longer in the bridge configuration; cannot unpublish " +
                               record.volume_id);
   }
-  FLEXCSI_RETURN_IF_ERROR(ctx.ClientFor(*driver).NodeUnpublishVolume(
-      UnpublishRequest(record.volume_id, record.target_path), deadline));
+  FLEXCSI_RETURN_IF_ERROR(
+      UndoneUnlessMounted(ctx.ClientFor(*driver).NodeUnpublishVolume(
+                              UnpublishRequest(record.volume_id, record.target_path), deadline),
+                          record.target_path, "published"));
   return ctx.store.DeletePublication(record.target_path);
 }
 
@@ -290,7 +339,14 @@ Status DetachVolume(BridgeContext& ctx, const AttachmentRecord& record, const De
     csi::v1::ControllerUnpublishVolumeRequest req;
     req.set_volume_id(record.volume_id);
     req.set_node_id(record.node_id);
-    FLEXCSI_RETURN_IF_ERROR(client.ControllerUnpublishVolume(req, deadline));
+    Status unpublished = client.ControllerUnpublishVolume(req, deadline);
+    // CSI: NOT_FOUND when the driver knows neither the volume nor the node, which leaves
+    // nothing published to undo.
+    if (unpublished.code() == Code::kNotFound) {
+      spdlog::info("{}: nothing to detach", unpublished.message());
+      unpublished = Status::Ok();
+    }
+    FLEXCSI_RETURN_IF_ERROR(unpublished);
   }
   return ctx.store.DeleteAttachment(record.flex_driver, record.volume_name, record.node_name);
 }

@@ -8,7 +8,13 @@
 // FlexVolume has no "uncertain" state (flexvolume.md §9): after a Failure kubelet will not call
 // unmount for that pod. So a failed Stage or Publish is rolled back with its negation before the
 // Failure is returned; if the rollback itself fails, the record stays in-progress and the
-// reconciler finishes the rollback later. Nothing is left mounted without a record.
+// reconciler finishes the rollback later, with backoff (repair_backoff.h). Nothing is left mounted
+// without a record.
+//
+// An undo (NodeUnstageVolume, NodeUnpublishVolume) answered NOT_FOUND, or FAILED_PRECONDITION
+// "not staged" / "not published", is done when nothing but the bridge's marker is mounted at the
+// path: the driver holds nothing of the volume (it may never have had it: a pod's inline volume
+// naming nothing). ControllerUnpublishVolume answered NOT_FOUND is done too.
 //
 // REQUIRES for all: the caller holds the volume's lock in ctx.locks.
 #pragma once

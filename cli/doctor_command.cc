@@ -17,9 +17,9 @@
 
 #include "cli/cli_parse.h"
 #include "cli/install_driver_command.h"
-#include "common/text_table.h"
 #include "common/bridge_client.h"
 #include "common/command_runner.h"
+#include "common/text_table.h"
 
 namespace flexcsi {
 
@@ -235,6 +235,24 @@ DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health)
                 "the bridge retries rollbacks itself; see its log if the number stays up");
   }
   return Pass(name, detail);
+}
+
+std::vector<DoctorCheck> CheckFailingRepairs(const nlohmann::json& health) {
+  std::vector<DoctorCheck> checks;
+  const auto failing = health.find("failingRepairs");
+  if (failing == health.end() || !failing->is_array()) return checks;
+  for (const auto& r : *failing) {
+    if (!r.is_object()) continue;
+    const int attempts = r.value("attempts", 0);
+    checks.push_back(
+        Warn("repair " + r.value("record", std::string("?")),
+             "undo failed " + std::to_string(attempts) + (attempts == 1 ? " time" : " times") +
+                 ", next attempt in " + std::to_string(r.value("nextAttemptSeconds", int64_t{0})) +
+                 " s; last error: " + r.value("lastError", std::string("?")),
+             "the bridge retries it with backoff (up to every 5 minutes); fix what the last error "
+             "names (often the CSI driver: see its log), then watch the row go away"));
+  }
+  return checks;
 }
 
 std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
@@ -511,6 +529,7 @@ std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
   }
   nlohmann::json health;
   checks.push_back(CheckBridgeSocket(config.socket, &health));
+  for (auto& c : CheckFailingRepairs(health)) checks.push_back(std::move(c));
   for (auto& c : CheckCsiEndpoints(config, health)) checks.push_back(std::move(c));
   for (auto& c : CheckDriverRegistrations(health)) checks.push_back(std::move(c));
 

@@ -7,6 +7,7 @@
 //                              writable by others; flexcsi.json parses and agrees with the
 //                              bridge configuration; `<exe> init` answers Success
 //   bridge socket              `bridge.health` answers over the socket
+//   repair <record>            a record whose undo keeps failing, retried with backoff (WARN)
 //   CSI endpoint <d>           the wrapped driver is Probe-ready; its capabilities are listed,
 //                              and an attachable driver whose controller cannot publish is flagged
 //   kubelet root propagation   the mount holding kubeletRoot is shared, so mounts the bridge
@@ -50,6 +51,9 @@ DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConf
                                  const std::string& config_path);
 // Asks the bridge for bridge.health; *health receives the reply ("" object on failure).
 DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health);
+// One WARN row per record whose undo keeps failing (health's failingRepairs), naming the
+// record, its attempts and last error; nothing when there is none.
+std::vector<DoctorCheck> CheckFailingRepairs(const nlohmann::json& health);
 // One row per configured driver; uses the health reply when there is one.
 std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
                                            const nlohmann::json& health);

@@ -218,6 +218,24 @@ TEST_F(DoctorTest, NotReadyCsiDriverFailsWithItsMessage) {
   EXPECT_NE(c.detail.find("Probe: connection refused"), std::string::npos);
 }
 
+TEST_F(DoctorTest, RecordWhoseUndoKeepsFailingWarnsNamingIt) {
+  bridge_.reset();
+  nlohmann::json reply = HealthyReply();
+  reply["failingRepairs"] = {{{"kind", "staging"},
+                              {"record", "staging /k/plugins/x/globalmount"},
+                              {"attempts", 7},
+                              {"lastError", "INTERNAL: NodeUnstageVolume: device busy"},
+                              {"nextAttemptSeconds", 64}}};
+  bridge_ = std::make_unique<FakeBridge>(socket_, reply);
+  const auto checks = RunDoctorChecks(options_);
+  const DoctorCheck c = Find(checks, "repair staging /k/plugins/x/globalmount");
+  EXPECT_EQ(c.result, CheckResult::kWarn);
+  EXPECT_NE(c.detail.find("7 times"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("device busy"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("64 s"), std::string::npos) << c.detail;
+  EXPECT_TRUE(AllPassed(checks));  // a warning, not a failure
+}
+
 TEST_F(DoctorTest, AttachableDriverWithoutControllerPublishWarns) {
   bridge_.reset();
   nlohmann::json reply = HealthyReply();

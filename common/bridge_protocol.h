@@ -8,6 +8,7 @@
 //            "args":["<podVolumeDir>","<options json>"], "timeoutMs":120000}
 //   `args` are argv[2..] exactly as kubelet passed them; `timeoutMs` is how long flexexec will
 //   wait, so the bridge must finish (including any rollback) a little before it.
+//   Both ends check the arguments against flex_call_limits.h before acting on them.
 //   Calls whose name starts with "bridge." are administrative (health, state) and never come
 //   from kubelet.
 // Reply:    {"version":1, "reply":{"status":"Success", ...FlexVolume reply keys...}}
@@ -27,7 +28,8 @@
 namespace flexcsi {
 
 inline constexpr int kBridgeProtocolVersion = 1;
-inline constexpr uint32_t kMaxFrameBytes = 1u << 20;  // options JSON with secrets stays far below
+// Holds the largest request flex_call_limits.h allows (1.5 MiB of options, escaped twice over).
+inline constexpr uint32_t kMaxFrameBytes = 4u << 20;
 inline constexpr const char* kDefaultBridgeSocket = "/run/flexcsi/bridge.sock";
 
 struct BridgeRequest {

@@ -6,6 +6,7 @@
 
 #include "common/bridge_client.h"
 #include "common/bridge_protocol.h"
+#include "common/flex_call_limits.h"
 #include "flexexec/call_table.h"
 #include "flexexec/config.h"
 #include "flexexec/driver_name.h"
@@ -66,6 +67,9 @@ nlohmann::json Run(const std::vector<std::string>& argv) {
   std::vector<std::string> args(argv.begin() + 2, argv.end());
   Status valid = CheckCallArgs(*spec, args);
   if (!valid.ok()) return FlexFailure(valid.message());
+  // Nothing over flexcsi's limits is sent on (the bridge checks again).
+  Status bounded = CheckFlexCallLimits(call, args);
+  if (!bounded.ok()) return FlexFailure(bounded.message());
   return Forward(*driver, *config, call, std::move(args));
 }
 

@@ -167,6 +167,20 @@ TEST_F(FlexexecBinaryTest, WrongArgCountNamesExpectedArgv) {
       j["message"]);
 }
 
+TEST_F(FlexexecBinaryTest, OverLongVolumeIdIsRefusedBeforeAnythingIsSent) {
+  WriteDefaultConfig();  // no bridge listens: a refusal that needed it would say so instead
+  const std::string options =
+      R"({"kubernetes.io/pvOrVolumeName":"v","volumeID":")" + std::string(70000, 'a') + R"("})";
+  RunResult r = Exec(exe_, {"attach", options, "node-1"});
+  EXPECT_EQ(1, r.exit_code);
+  nlohmann::json j = Reply(r);
+  EXPECT_EQ("Failure", j["status"]);
+  EXPECT_EQ("option \"volumeID\" is 70000 bytes; the limit is 4096 bytes", j["message"]);
+  RunResult path = Exec(exe_, {"unmount", "/" + std::string(5000, 'p')});
+  EXPECT_EQ("unmount argument 1 (a path) is 5001 bytes; the limit is 4095 bytes",
+            Reply(path)["message"]);
+}
+
 TEST_F(FlexexecBinaryTest, DeadBridgeIsFailureTellingHowToStartIt) {
   WriteDefaultConfig();
   RunResult r = Exec(exe_, {"unmount", "/var/lib/kubelet/pods/u/volumes/flexcsi~loopback/v"});

@@ -1,7 +1,9 @@
 #include "tests/kubelet/test_environment.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <netinet/in.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -210,9 +212,9 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
   nlohmann::json config = {{"kubeletRoot", kubelet_root_},
                            {"socket", bridge_socket_},
                            {"stateDatabase", state_db_},
-                           {"metricsAddress", ""},
+                           {"metricsAddress", options_.metrics ? "127.0.0.1:0" : ""},
                            {"reconcileIntervalSeconds", 2},
-                           {"unavailableRetrySeconds", 10},
+                           {"unavailableRetrySeconds", options_.unavailable_retry_seconds},
                            {"drivers",
                             {{{"flexDriver", kTestDriver},
                               {"csiEndpoint", "unix://" + csi_socket_},
@@ -358,6 +360,49 @@ nlohmann::json TestEnvironment::BridgeState(std::string* error) const {
     return nullptr;
   }
   return (*env)["reply"];
+}
+
+nlohmann::json TestEnvironment::BridgeHealth(std::string* error) const {
+  BridgeRequest req;
+  req.call = "bridge.health";
+  req.timeout_ms = 9000;
+  auto env = CallBridgeRaw(bridge_socket_, req, milliseconds(2000), milliseconds(10000));
+  if (!env.ok()) {
+    if (error) *error = env.status().ToString();
+    return nullptr;
+  }
+  return (*env)["reply"];
+}
+
+std::string TestEnvironment::ScrapeMetrics() const {
+  // The bridge logs the port it bound: "metrics on http://127.0.0.1:<port>/metrics".
+  const std::string log = ReadBridgeLog();
+  const std::string marker = "metrics on http://127.0.0.1:";
+  const size_t at = log.rfind(marker);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "the bridge log names no metrics port";
+    return "";
+  }
+  const int port = std::atoi(log.c_str() + at + marker.size());
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ADD_FAILURE() << "connect to metrics port " << port << ": " << std::strerror(errno);
+    ::close(fd);
+    return "";
+  }
+  const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    ADD_FAILURE() << "writing the metrics request failed";
+  }
+  std::string response;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) response.append(buf, n);
+  ::close(fd);
+  return response;
 }
 
 size_t TestEnvironment::BridgeRecordCount() const {

@@ -35,6 +35,8 @@ struct EnvOptions {
   bool csi_expand = true;                // false: csi-loopback --no-expand
   // The bridge's controllerEndpoint for the driver: "" (the CSI socket) or "none" (node-only).
   std::string controller_endpoint;
+  bool metrics = false;                // serve the bridge's metrics on 127.0.0.1:<any port>
+  int unavailable_retry_seconds = 10;  // the bridge's unavailableRetrySeconds
 };
 
 // A child process with its output going to a log file.
@@ -82,6 +84,10 @@ class TestEnvironment {
   // The bridge's bridge.state reply (the FlexVolume reply object, with the record arrays).
   nlohmann::json BridgeState(std::string* error = nullptr) const;
   size_t BridgeRecordCount() const;
+  // The bridge's bridge.health reply (what `flexcsi doctor` reads), null on error.
+  nlohmann::json BridgeHealth(std::string* error = nullptr) const;
+  // GET /metrics of the bridge (EnvOptions::metrics), "" with a test failure on error.
+  std::string ScrapeMetrics() const;
   // Mount points below the temp dir (deepest last), from /proc/self/mountinfo.
   std::vector<std::string> MountsUnderRoot() const;
   // Loop devices whose backing file lies below the temp dir.

@@ -171,7 +171,7 @@ NodeRegistrar::NodeRegistrar(const BridgeConfig& config, CsiClients& clients,
     DriverState& state = states_[d.csi_endpoint];
     state.driver = d.CsiDriver();
     if (!access_.client) {
-      state.state = "off";
+      state.state = config_.register_drivers ? "off" : "disabled";
       state.message = access_.why_not;
     }
   }
@@ -180,6 +180,10 @@ NodeRegistrar::NodeRegistrar(const BridgeConfig& config, CsiClients& clients,
 NodeRegistrar::~NodeRegistrar() { Stop(); }
 
 void NodeRegistrar::Start() {
+  if (!config_.register_drivers) {
+    spdlog::info("CSI driver registration on the Node is off (registerDrivers: false)");
+    return;
+  }
   if (!access_.client) {
     spdlog::warn(
         "CSI drivers are not registered on this node's Node and CSINode ({}); "

@@ -63,7 +63,7 @@ class NodeRegistrar {
   // Wakes the loop now (a driver came back).
   void Poke();
 
-  // Per CSI endpoint: {"driver", "nodeId", "state": registered|pending|failed|off, "message",
+  // Per CSI endpoint: {"driver", "nodeId", "state": registered|pending|failed|off|disabled, "message",
   // "attempts"}. For bridge.health and so `flexcsi doctor`.
   nlohmann::json Snapshot() const;
 

@@ -327,6 +327,8 @@ std::vector<DoctorCheck> CheckDriverRegistrations(const nlohmann::json& health) 
     const std::string message = r.value("message", "");
     if (state == "registered") {
       checks.push_back(Pass(name, "on node " + node + " with node id " + r.value("nodeId", "")));
+    } else if (state == "disabled") {
+      checks.push_back(Pass(name, "off in the configuration (registerDrivers: false)"));
     } else if (state == "off") {
       checks.push_back(Warn(name, "not registered: " + message,
                             "give the bridge nodeName (or NODE_NAME) and cluster access (a "

@@ -58,8 +58,9 @@ std::vector<DoctorCheck> CheckFailingRepairs(const nlohmann::json& health);
 std::vector<DoctorCheck> CheckCsiEndpoints(const BridgeConfig& config,
                                            const nlohmann::json& health);
 // One row per CSI driver the bridge registers on the Node and CSINode (node_registrar.h), from
-// the health reply: pass when registered or turned off in the configuration, warn when off for want of a node name or cluster access or waiting for the driver, fail when the
-// cluster refused it (the reason, e.g. a topology label collision, is in the detail).
+// the health reply: pass when registered or turned off in the configuration; warn without a
+// node name or cluster access, or while the driver does not answer; fail when the cluster
+// refused it (the reason, e.g. a topology label collision, is in the detail).
 std::vector<DoctorCheck> CheckDriverRegistrations(const nlohmann::json& health);
 DoctorCheck CheckKubeletRootPropagation(const std::string& kubelet_root,
                                         const std::vector<MountInfoLine>& mounts);

@@ -42,7 +42,8 @@ struct CommonFlags {
 };
 
 void AddKubeFlags(CLI::App& app, CommonFlags& f) {
-  app.add_option("--kubeconfig", f.kube.kubeconfig, "kubeconfig file (else $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--kubeconfig", f.kube.kubeconfig,
+                 "kubeconfig file (else $KUBECONFIG, ~/.kube/config)");
   app.add_option("--context", f.kube.context, "kubeconfig context");
   app.add_option("-n,--namespace", f.kube.namespace_,
                  "only PVs claimed from this namespace (default: all)");
@@ -81,9 +82,10 @@ int ExitFor(const std::vector<MoveResult>& results) {
 }
 
 int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app("Show what every in-tree and FlexVolume PV becomes under CSI, and whether it can "
-               "move now.",
-               "flexcsi migrate plan");
+  CLI::App app(
+      "Show what every in-tree and FlexVolume PV becomes under CSI, and whether it can "
+      "move now.",
+      "flexcsi migrate plan");
   CommonFlags f;
   AddKubeFlags(app, f);
   app.add_option("--rules", f.rules, "FlexVolume rules file (as for flexcsi translate)");
@@ -135,19 +137,20 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   bool all = false, scale_down = false, dry_run = false, yes = false;
   double timeout_seconds = 300;
   app.add_option("--pv", pvs, "PV name (repeatable)");
-  app.add_flag("--all", all,
-               rollback ? "every PV in the journal" : "every PV the plan lists, and unfinished ones");
+  app.add_flag(
+      "--all", all,
+      rollback ? "every PV in the journal" : "every PV the plan lists, and unfinished ones");
   app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
   app.add_flag("--yes,-y", yes, "do not ask for confirmation");
   app.add_option("--timeout", timeout_seconds,
                  "seconds to wait for each cluster change (pods gone, detach, binding)")
       ->check(CLI::PositiveNumber);
-  app.add_option("-o,--output", f.output, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
+  app.add_option("-o,--output", f.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--scale-down", scale_down,
+               "scale owning Deployments/StatefulSets/ReplicaSets of pods using the claim to 0 "
+               "and restore them after (without it, a claim in use is refused)");
   if (!rollback) {
     app.add_option("--rules", f.rules, "FlexVolume rules file (as for flexcsi translate)");
-    app.add_flag("--scale-down", scale_down,
-                 "scale owning Deployments/StatefulSets/ReplicaSets to 0 and restore them after");
     app.add_flag("--dry-run", dry_run, "send every write with dryRun=All; journal nothing");
   }
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
@@ -249,8 +252,7 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CommonFlags f;
   AddKubeFlags(app, f);  // accepted like everywhere, unused: the journal is local
   app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
-  app.add_option("-o,--output", f.output, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
+  app.add_option("-o,--output", f.output, "table or json")->check(CLI::IsMember({"table", "json"}));
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
   if (f.journal.empty()) f.journal = DefaultJournalDir();
   auto journal = MigrationJournal::OpenForReading(f.journal);

@@ -3,7 +3,8 @@
 //   flexcsi migrate plan     [--rules FILE] [-o table|json|yaml]
 //   flexcsi migrate apply    (--pv NAME... | --all) [--scale-down] [--dry-run] [--yes]
 //                            [--journal DIR] [--rules FILE] [--timeout SECONDS] [-o table|json]
-//   flexcsi migrate rollback (--pv NAME... | --all) [--yes] [--journal DIR] [-o table|json]
+//   flexcsi migrate rollback (--pv NAME... | --all) [--scale-down] [--yes] [--journal DIR]
+//                            [--timeout SECONDS] [-o table|json]
 //   flexcsi migrate status   [--journal DIR] [-o table|json]
 // and everywhere the kubectl flags --kubeconfig, --context, -n/--namespace (PVs are cluster-wide;
 // a namespace limits plan and --all to PVs claimed from it).

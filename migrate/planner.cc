@@ -56,8 +56,8 @@ void CollectInline(const std::string& kind, const json& object, const json& pod_
   for (const auto& volume : Volumes(pod_spec)) {
     const std::string source = MigratableSourceOf(volume);
     if (source.empty()) continue;
-    InlineVolumeWork work{kind, NamespaceOf(object), NameOf(object), volume.value("name", ""),
-                          source, "", ""};
+    InlineVolumeWork work{
+        kind, NamespaceOf(object), NameOf(object), volume.value("name", ""), source, "", ""};
     auto translated = translator.TranslateInTreeInlineVolumeToCSI(volume, NamespaceOf(object));
     if (translated.ok()) {
       work.csi_driver = Str(*translated, "/spec/csi/driver"_json_pointer);
@@ -94,8 +94,8 @@ const char* VerdictName(Verdict v) {
 
 const std::vector<std::string>& MigratableSourceFields() {
   static const std::vector<std::string> kFields = {
-      "awsElasticBlockStore", "gcePersistentDisk", "azureDisk",      "azureFile", "cinder",
-      "vsphereVolume",        "portworxVolume",    "rbd",            "flexVolume"};
+      "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile", "cinder",
+      "vsphereVolume",        "portworxVolume",    "rbd",       "flexVolume"};
   return kFields;
 }
 
@@ -235,13 +235,7 @@ VolumePlan PlanVolume(const json& pv, const ClusterIndex& index,
   }
   if (!p.pods.empty()) {
     p.verdict = Verdict::kInUse;
-    std::string names;
-    for (const auto& pod : p.pods) {
-      if (!names.empty()) names += ", ";
-      names += pod.namespace_ + "/" + pod.name;
-      if (!pod.owner.kind.empty()) names += " (" + pod.owner.ToString() + ")";
-    }
-    p.reason = "in use by pod" + std::string(p.pods.size() > 1 ? "s " : " ") + names;
+    p.reason = InUseReason(p.pods);
     return p;
   }
   p.verdict = Verdict::kCanMove;
@@ -284,10 +278,33 @@ Plan BuildPlan(const ClusterObjects& objects, const translator::Translator& tran
   }
   for (const auto& pod : objects.pods) {
     if (ControllerRef(pod) != nullptr) continue;  // their template was reported above
-    CollectInline("Pod", pod, pod.value("spec", json::object()), translator,
-                  &plan.inline_volumes);
+    CollectInline("Pod", pod, pod.value("spec", json::object()), translator, &plan.inline_volumes);
   }
   return plan;
+}
+
+std::string InUseReason(const std::vector<PodRef>& pods) {
+  std::string names;
+  for (const auto& pod : pods) {
+    if (!names.empty()) names += ", ";
+    names += pod.namespace_ + "/" + pod.name;
+    if (!pod.owner.kind.empty()) names += " (" + pod.owner.ToString() + ")";
+  }
+  return "in use by pod" + std::string(pods.size() > 1 ? "s " : " ") + names;
+}
+
+std::string InUseRefusal(const std::vector<PodRef>& pods, bool scale_down) {
+  if (pods.empty()) return "";
+  if (!scale_down) return InUseReason(pods) + "; stop them or use --scale-down";
+  for (const auto& pod : pods) {
+    if (!pod.owner.scalable()) {
+      return "in use by pod " + pod.namespace_ + "/" + pod.name + ", which " +
+             (pod.owner.kind.empty() ? "has no controller"
+                                     : "is owned by " + pod.owner.ToString()) +
+             " and cannot be scaled down";
+    }
+  }
+  return "";
 }
 
 }  // namespace flexcsi::migrate

@@ -81,8 +81,8 @@ struct InlineVolumeWork {
                      // Job, CronJob, Pod
   std::string namespace_;
   std::string name;
-  std::string volume;  // volumes[].name
-  std::string source;  // "gcePersistentDisk", "flexVolume", ...
+  std::string volume;      // volumes[].name
+  std::string source;      // "gcePersistentDisk", "flexVolume", ...
   std::string csi_driver;  // what the translator maps it to; empty when it cannot
   std::string note;        // the translator's error, when it cannot
 };
@@ -129,5 +129,13 @@ Plan BuildPlan(const ClusterObjects& objects, const translator::Translator& tran
                const PlanOptions& options);
 
 bool PodIsTerminated(const nlohmann::json& pod);
+
+// "in use by pod ns/a (Deployment/web), ns/b": the planner's kInUse reason.
+std::string InUseReason(const std::vector<PodRef>& pods);
+
+// The one in-use rule of apply and rollback, checked before either writes anything: "" when no
+// pod holds the claim, or when `scale_down` and every pod holding it has an owner that scales to
+// zero; otherwise why the PV must not be touched now.
+std::string InUseRefusal(const std::vector<PodRef>& pods, bool scale_down);
 
 }  // namespace flexcsi::migrate

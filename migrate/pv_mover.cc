@@ -24,9 +24,9 @@ const json::json_pointer kPhase("/status/phase");
 ResourcePath Pvs() { return ResourcePath::Core("persistentvolumes"); }
 
 ResourcePath ScaleOf(const ScaledWorkload& w) {
-  ResourcePath p = w.group_version == "v1" ? ResourcePath::Core(w.resource, w.namespace_)
-                                           : ResourcePath::Group(w.group_version, w.resource,
-                                                                 w.namespace_);
+  ResourcePath p = w.group_version == "v1"
+                       ? ResourcePath::Core(w.resource, w.namespace_)
+                       : ResourcePath::Group(w.group_version, w.resource, w.namespace_);
   return p.Named(w.name).Sub("scale");
 }
 
@@ -39,9 +39,9 @@ std::string NewReleaseUid() {
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
-                static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48),
                 static_cast<unsigned long long>(lo & 0xffffffffffffULL));
   return buf;
 }
@@ -69,8 +69,8 @@ std::vector<std::string> VolumeIds(const json& pv, const json& target) {
   const std::string source = MigratableSourceOf(pv.value("spec", json::object()));
   if (!source.empty()) {
     const json& s = pv["spec"][source];
-    for (const char* f : {"volumeID", "pdName", "diskName", "diskURI", "shareName", "volumePath",
-                          "image"}) {
+    for (const char* f :
+         {"volumeID", "pdName", "diskName", "diskURI", "shareName", "volumePath", "image"}) {
       if (s.contains(f) && s[f].is_string() && !s[f].get<std::string>().empty()) {
         ids.push_back(s[f].get<std::string>());
       }
@@ -115,15 +115,16 @@ const char* OutcomeName(Outcome o) {
 
 const std::vector<std::string>& ApplySteps() {
   static const std::vector<std::string> kSteps = {
-      "checked",     "scaling-down", "retaining",        "releasing",          "deleting-old",
-      "creating-new", "binding",     "restoring-policy", "restoring-replicas", "done"};
+      "checked",      "scaling-down", "retaining",        "releasing",          "deleting-old",
+      "creating-new", "binding",      "restoring-policy", "restoring-replicas", "done"};
   return kSteps;
 }
 
 const std::vector<std::string>& RollbackSteps() {
   static const std::vector<std::string> kSteps = {
-      "rb-retaining", "rb-releasing",        "rb-deleting-new",       "rb-creating-original",
-      "rb-binding",   "rb-restoring-policy", "rb-restoring-replicas", "rolled-back"};
+      "rb-scaling-down",     "rb-retaining",          "rb-releasing",
+      "rb-deleting-new",     "rb-creating-original",  "rb-binding",
+      "rb-restoring-policy", "rb-restoring-replicas", "rolled-back"};
   return kSteps;
 }
 
@@ -199,12 +200,12 @@ class PvMover::Run {
   std::string ClaimNs() const { return NamespaceOf(rec_.original_pvc); }
   std::string ClaimName() const { return NameOf(rec_.original_pvc); }
   StatusOr<json> GetClaim() {
-    auto c = client_.Get(ResourcePath::Core("persistentvolumeclaims", ClaimNs()).Named(ClaimName()));
+    auto c =
+        client_.Get(ResourcePath::Core("persistentvolumeclaims", ClaimNs()).Named(ClaimName()));
     if (!c.ok()) return c.status().WithContext("read claim " + rec_.ClaimKey());
     if (UidOf(*c) != UidOf(rec_.original_pvc)) {
-      return FailedPrecondition("claim " + rec_.ClaimKey() +
-                                " was deleted and re-created (uid " + UidOf(*c) +
-                                ", journaled " + UidOf(rec_.original_pvc) +
+      return FailedPrecondition("claim " + rec_.ClaimKey() + " was deleted and re-created (uid " +
+                                UidOf(*c) + ", journaled " + UidOf(rec_.original_pvc) +
                                 "); refusing to bind a PV to a different claim");
     }
     return c;
@@ -213,6 +214,11 @@ class PvMover::Run {
   StatusOr<VolumePlan> FreshPlan(const json& pv);
   StatusOr<std::vector<json>> PodsHoldingClaim();
   StatusOr<bool> VolumeStillAttached();
+  StatusOr<bool> VolumeAttachmentRemains();
+  // The pods holding the claim, less those of workloads this migration scaled down itself
+  // (journaled), which are on their way out.
+  std::vector<PodRef> PodsNotOurs(const VolumePlan& plan) const;
+  bool Recorded(const WorkloadRef& owner) const;  // in rec_.workloads
 
   // --- writes ---
   // Read-modify-write of the PV: `edit` returns false when nothing needs writing, true after
@@ -220,10 +226,12 @@ class PvMover::Run {
   Status EditPv(const std::function<StatusOr<bool>(json& pv)>& edit, const std::string& what);
   Status DeletePvSafely(PvKind expected);
   Status CreatePv(const json& object, PvKind expected);
-  Status ScaleTo(const ScaledWorkload& w, int64_t replicas, bool only_from_zero,
-                 std::string* note);
+  Status ScaleTo(const ScaledWorkload& w, int64_t replicas, bool only_from_zero, std::string* note);
   Status RecordWorkloads();
   Status ScaleDownAndQuiesce();
+  // The guard of every claimRef move, in both directions: waits until no pod holds the claim, no
+  // node lists the volume (volumesAttached / volumesInUse) and no VolumeAttachment names the PV.
+  Status WaitQuiesced();
   Status RestoreReplicas();
   Status WaitBound(PvKind expected);
   Status WaitNotBound();
@@ -341,6 +349,38 @@ StatusOr<bool> PvMover::Run::VolumeStillAttached() {
   return false;
 }
 
+// csi-attacher's record of an attachment. Its external-attacher/<driver> finalizer on a CSI PV
+// is removed by csi-attacher only once the PV is being deleted and no VolumeAttachment names it,
+// so "no VolumeAttachment" is the condition to wait for, not "no finalizer".
+StatusOr<bool> PvMover::Run::VolumeAttachmentRemains() {
+  auto list = client_.List(ResourcePath::Group("storage.k8s.io/v1", "volumeattachments"));
+  if (!list.ok()) {
+    if (kube::IsNotFound(list.status())) return false;  // not served: nothing is attached by it
+    return list.status().WithContext("list volumeattachments");
+  }
+  for (const auto& va : (*list)["items"]) {
+    if (Str(va, "/spec/source/persistentVolumeName"_json_pointer) == pv_name_) return true;
+  }
+  return false;
+}
+
+bool PvMover::Run::Recorded(const WorkloadRef& owner) const {
+  for (const auto& w : rec_.workloads) {
+    if (w.kind == owner.kind && w.namespace_ == owner.namespace_ && w.name == owner.name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<PodRef> PvMover::Run::PodsNotOurs(const VolumePlan& plan) const {
+  std::vector<PodRef> out;
+  for (const auto& pod : plan.pods) {
+    if (pod.owner.kind.empty() || !Recorded(pod.owner)) out.push_back(pod);
+  }
+  return out;
+}
+
 Status PvMover::Run::Wait(const std::function<StatusOr<bool>()>& done, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + m_->options_.wait_timeout;
   while (true) {
@@ -350,9 +390,8 @@ Status PvMover::Run::Wait(const std::function<StatusOr<bool>()>& done, const std
     if (std::chrono::steady_clock::now() >= deadline) {
       return DeadlineExceeded(
           "timed out after " +
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                             m_->options_.wait_timeout)
-                             .count()) +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(m_->options_.wait_timeout).count()) +
           "s waiting for " + what);
     }
     std::this_thread::sleep_for(m_->options_.poll_interval);
@@ -364,7 +403,8 @@ Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
   for (int attempt = 0; attempt < 20; ++attempt) {
     auto live = GetPv();
     if (!live.ok()) return live.status();
-    if (!*live) return NotFound("PV " + pv_name_ + " does not exist (while trying to " + what + ")");
+    if (!*live)
+      return NotFound("PV " + pv_name_ + " does not exist (while trying to " + what + ")");
     json pv = std::move(**live);
     auto change = edit(pv);
     if (!change.ok()) return change.status();
@@ -450,8 +490,8 @@ Status PvMover::Run::CreatePv(const json& object, PvKind expected) {
       return Status::Ok();
     }
     if (kind != PvKind::kAbsent) {
-      return FailedPrecondition(std::string("PV ") + pv_name_ + " exists and is " +
-                                KindName(kind) + "; not creating");
+      return FailedPrecondition(std::string("PV ") + pv_name_ + " exists and is " + KindName(kind) +
+                                "; not creating");
     }
     auto claim = GetClaim();
     if (!claim.ok()) return claim.status();
@@ -501,37 +541,33 @@ Status PvMover::Run::ScaleTo(const ScaledWorkload& w, int64_t replicas, bool onl
   return Aborted("scale of " + w.kind + "/" + w.name + " kept changing under us");
 }
 
+// Records the replicas of every owner of a pod holding the claim, once: an owner already in the
+// journal keeps the replicas read first (it may be at 0 by now, scaled down by this migration).
 Status PvMover::Run::RecordWorkloads() {
-  if (rec_.workloads_recorded) return Status::Ok();
-  auto live = GetPv();
-  if (!live.ok()) return live.status();
-  if (Classify(*live) != PvKind::kOriginal) {
-    return FailedPrecondition("PV " + pv_name_ + " changed before scale-down");
-  }
-  auto plan = FreshPlan(**live);
-  if (!plan.ok()) return plan.status();
-  std::vector<ScaledWorkload> workloads;
-  for (const auto& pod : plan->pods) {
-    if (!pod.owner.scalable()) {
-      return FailedPrecondition("pod " + pod.namespace_ + "/" + pod.name + " uses claim " +
-                                rec_.ClaimKey() + " and " +
-                                (pod.owner.kind.empty() ? "has no controller"
-                                                        : "is owned by " + pod.owner.ToString()) +
-                                ", which cannot be scaled down");
+  if (rec_.direction == "apply") {
+    auto live = GetPv();
+    if (!live.ok()) return live.status();
+    if (Classify(*live) != PvKind::kOriginal) {
+      return FailedPrecondition("PV " + pv_name_ + " changed before scale-down");
     }
   }
-  if (!plan->pods.empty() && !m_->options_.scale_down) {
-    return FailedPrecondition("claim " + rec_.ClaimKey() + " is " + plan->reason +
-                              "; use --scale-down");
-  }
-  for (const auto& w : plan->workloads) {
+  auto plan = FreshPlan(rec_.original_pv);
+  if (!plan.ok()) return plan.status();
+  const std::vector<PodRef> others = PodsNotOurs(*plan);
+  const std::string refusal = InUseRefusal(others, m_->options_.scale_down);
+  if (!refusal.empty()) return FailedPrecondition("claim " + rec_.ClaimKey() + ": " + refusal);
+  bool added = false;
+  for (const auto& pod : others) {
+    const WorkloadRef& w = pod.owner;
+    if (Recorded(w)) continue;  // another pod of the same owner
     ScaledWorkload s{w.group_version, w.resource, w.kind, w.namespace_, w.name, 0};
     auto scale = client_.Get(ScaleOf(s));
     if (!scale.ok()) return scale.status().WithContext("read scale of " + w.ToString());
     s.replicas = scale->value("spec", json::object()).value("replicas", int64_t{0});
-    workloads.push_back(s);
+    rec_.workloads.push_back(s);
+    added = true;
   }
-  rec_.workloads = workloads;
+  if (rec_.workloads_recorded && !added) return Status::Ok();
   rec_.workloads_recorded = true;
   return m_->journal_->Put(rec_);
 }
@@ -539,10 +575,13 @@ Status PvMover::Run::RecordWorkloads() {
 Status PvMover::Run::ScaleDownAndQuiesce() {
   FLEXCSI_RETURN_IF_ERROR(RecordWorkloads());
   for (const auto& w : rec_.workloads) {
-    Progress("scaling " + w.kind + "/" + w.name + " from " + std::to_string(w.replicas) +
-             " to 0");
+    Progress("scaling " + w.kind + "/" + w.name + " from " + std::to_string(w.replicas) + " to 0");
     FLEXCSI_RETURN_IF_ERROR(ScaleTo(w, 0, false, nullptr));
   }
+  return WaitQuiesced();
+}
+
+Status PvMover::Run::WaitQuiesced() {
   FLEXCSI_RETURN_IF_ERROR(Wait(
       [&]() -> StatusOr<bool> {
         auto pods = PodsHoldingClaim();
@@ -550,13 +589,20 @@ Status PvMover::Run::ScaleDownAndQuiesce() {
         return pods->empty();
       },
       "the pods using claim " + rec_.ClaimKey() + " to be gone"));
-  return Wait(
+  FLEXCSI_RETURN_IF_ERROR(Wait(
       [&]() -> StatusOr<bool> {
         auto attached = VolumeStillAttached();
         if (!attached.ok()) return attached.status();
         return !*attached;
       },
-      "volume " + pv_name_ + " to be detached from every node (node status.volumesAttached)");
+      "volume " + pv_name_ + " to be detached from every node (node status.volumesAttached)"));
+  return Wait(
+      [&]() -> StatusOr<bool> {
+        auto remains = VolumeAttachmentRemains();
+        if (!remains.ok()) return remains.status();
+        return !*remains;
+      },
+      "the VolumeAttachments of PV " + pv_name_ + " to be gone (csi-attacher detaching it)");
 }
 
 Status PvMover::Run::RestoreReplicas() {
@@ -645,6 +691,7 @@ Status PvMover::Run::ApplyStep(const std::string& step) {
   if (step == "scaling-down") return ScaleDownAndQuiesce();
   if (step == "retaining") return set_policy(PvKind::kOriginal, "Retain");
   if (step == "releasing") {
+    FLEXCSI_RETURN_IF_ERROR(WaitQuiesced());
     FLEXCSI_RETURN_IF_ERROR(EditPv(
         [&](json& pv) -> StatusOr<bool> {
           if (Classify(pv) != PvKind::kOriginal) {
@@ -699,11 +746,13 @@ Status PvMover::Run::RollbackStep(const std::string& step) {
     return Status::Ok();
   };
 
+  if (step == "rb-scaling-down") return ScaleDownAndQuiesce();
   if (step == "rb-retaining") {
     return kind == PvKind::kTarget ? set_policy(PvKind::kTarget, "Retain") : Status::Ok();
   }
   if (step == "rb-releasing") {
     if (kind != PvKind::kTarget) return Status::Ok();
+    FLEXCSI_RETURN_IF_ERROR(WaitQuiesced());
     FLEXCSI_RETURN_IF_ERROR(EditPv(
         [&](json& pv) -> StatusOr<bool> {
           if (Classify(pv) != PvKind::kTarget) return false;
@@ -729,6 +778,7 @@ Status PvMover::Run::RollbackStep(const std::string& step) {
       return FailedPrecondition(std::string("PV ") + pv_name_ + " is " + KindName(kind) +
                                 ", expected the original");
     }
+    FLEXCSI_RETURN_IF_ERROR(WaitQuiesced());
     auto claim = GetClaim();
     if (!claim.ok()) return claim.status();
     const std::string claim_uid = UidOf(*claim);
@@ -798,8 +848,10 @@ MoveResult PvMover::Run::DryRun(const json& pv, const VolumePlan& plan) {
       return result_;
     }
   } else {
-    result_.actions.push_back("delete PV " + pv_name_ + " with a uid precondition (not sent: "
-                              "its policy is " + Str(pv, kReclaim) +
+    result_.actions.push_back("delete PV " + pv_name_ +
+                              " with a uid precondition (not sent: "
+                              "its policy is " +
+                              Str(pv, kReclaim) +
                               ", and a delete is only ever sent once Retain is confirmed)");
   }
   // The name is taken until the real delete, so the new PV is validated under a temporary name.
@@ -852,28 +904,19 @@ MoveResult PvMover::Run::Apply() {
     if (!plan.ok()) return Fail(plan.status());
     result_.claim = plan->ClaimKey();
     result_.csi_driver = plan->csi_driver;
-    if (plan->verdict == Verdict::kInUse && m_->options_.scale_down) {
-      for (const auto& pod : plan->pods) {
-        if (!pod.owner.scalable()) {
-          return Refuse("in use by pod " + pod.namespace_ + "/" + pod.name + ", which " +
-                        (pod.owner.kind.empty() ? "has no controller"
-                                                : "is owned by " + pod.owner.ToString()) +
-                        " and cannot be scaled down");
-        }
-      }
-    } else if (plan->verdict == Verdict::kInUse) {
-      return Refuse(plan->reason + "; stop them or use --scale-down");
-    } else if (plan->verdict != Verdict::kCanMove) {
+    if (plan->verdict != Verdict::kInUse && plan->verdict != Verdict::kCanMove) {
       return Refuse(std::string(VerdictName(plan->verdict)) + ": " + plan->reason);
     }
+    const std::string refusal = InUseRefusal(plan->pods, m_->options_.scale_down);
+    if (!refusal.empty()) return Refuse(refusal);
     if (dry_run) return DryRun(pv, *plan);
 
     rec_ = MigrationRecord{};
     rec_.pv_name = pv_name_;
     rec_.direction = "apply";
     rec_.original_pv = pv;
-    auto claim = client_.Get(
-        ResourcePath::Core("persistentvolumeclaims", plan->claim_namespace).Named(plan->claim_name));
+    auto claim = client_.Get(ResourcePath::Core("persistentvolumeclaims", plan->claim_namespace)
+                                 .Named(plan->claim_name));
     if (!claim.ok()) return Fail(claim.status());
     rec_.original_pvc = *claim;
     rec_.target_pv = plan->target_pv;
@@ -906,7 +949,21 @@ MoveResult PvMover::Run::Rollback() {
     return result_;
   }
   resumed_ = rec_.direction == "rollback";
-  if (rec_.direction != "rollback") {
+  const bool turning = rec_.direction != "rollback";
+  // Apply got as far as restoring the replicas it recorded: its workloads are no longer ours.
+  const bool replicas_restored =
+      turning && (rec_.state == RecordState::kMoved || rec_.step == "done");
+  // The in-use rule of apply, before anything is written (the journal included).
+  auto plan = FreshPlan(rec_.original_pv);
+  if (!plan.ok()) return Fail(plan.status());
+  const std::string refusal =
+      InUseRefusal(replicas_restored ? plan->pods : PodsNotOurs(*plan), m_->options_.scale_down);
+  if (!refusal.empty()) return Refuse(refusal);
+  if (turning) {
+    if (replicas_restored) {
+      rec_.workloads.clear();
+      rec_.workloads_recorded = false;
+    }
     Progress("rolling back from step " + rec_.step);
     rec_.direction = "rollback";
     rec_.state = RecordState::kInProgress;

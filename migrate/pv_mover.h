@@ -5,8 +5,9 @@
 //   checked            fresh re-read: translatable, C Bound to P, driver registered, not in use
 //                      (or --scale-down and every pod has a scalable owner); the row is written
 //                      with the original P and C, the target PV and a release uid
-//   scaling-down       owners' replicas recorded, then /scale to 0; wait until no pod holds C
-//                      and no node lists the volume in status.volumesAttached / volumesInUse
+//   scaling-down       owners' replicas recorded, then /scale to 0; wait until P is quiet: no
+//                      pod holds C, no node lists the volume in status.volumesAttached /
+//                      volumesInUse, and no VolumeAttachment names P
 //   retaining          P.reclaimPolicy = Retain (update with resourceVersion), confirmed by a
 //                      re-read
 //   releasing          P.claimRef.uid = the release uid. The PV controller now sees P's claim as
@@ -22,10 +23,19 @@
 //   restoring-policy   the original reclaim policy on the new P
 //   restoring-replicas the recorded replicas (only where the workload is still at 0)
 //   done
-// Rollback walks back from any step with rb-retaining, rb-releasing, rb-deleting-new,
-// rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas and ends
-// rolled-back: the original PV (same name, original source, claimRef to C's uid, original
-// policy), C Bound to it, replicas as recorded.
+// Rollback walks back from any step with rb-scaling-down, rb-retaining, rb-releasing,
+// rb-deleting-new, rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas
+// and ends rolled-back: the original PV (same name, original source, claimRef to C's uid,
+// original policy), C Bound to it, replicas as recorded.
+//
+// One in-use rule for both directions: before its first write, each run plans C's pods afresh
+// and refuses when pods (not Succeeded/Failed) hold C, unless --scale-down and every one has an
+// owner that scales to zero (pods of workloads this migration already scaled down are its own).
+// Rollback records and scales owners in rb-scaling-down as apply does in scaling-down (a rollback
+// after a finished apply records afresh; after an unfinished one it keeps apply's replicas).
+// No step moves a claimRef (releasing, rb-releasing, rb-binding) before P is quiet; in
+// particular a CSI PV keeps csi-attacher's external-attacher/<driver> finalizer until it is
+// being deleted with no VolumeAttachment left, so detach must come before release, never after.
 //
 // Every step is journaled before it is taken and is re-entrant: it re-reads the live objects and
 // decides (PVs are recognised by their volume source, not by a remembered state), so a resume
@@ -73,8 +83,8 @@ struct MoveResult {
   std::string claim;  // namespace/name
   std::string csi_driver;
   Outcome outcome = Outcome::kFailed;
-  std::string step;     // the last step journaled
-  std::string message;  // the reason for kRefused / kFailed, notes otherwise
+  std::string step;                  // the last step journaled
+  std::string message;               // the reason for kRefused / kFailed, notes otherwise
   std::vector<std::string> actions;  // dry run: the writes the server accepted
 };
 

@@ -36,12 +36,16 @@ def main(argv=None):
                    help="how long the kubelet stand-in takes to stop a deleted pod")
     p.add_argument("--detach-ms", type=int, default=300,
                    help="how long after its last pod a volume stays attached to a node")
+    p.add_argument("--csi-attacher", action="store_true",
+                   help="run the csi-attacher stand-in: VolumeAttachments and the "
+                        "external-attacher finalizer on attached CSI PVs")
     args = p.parse_args(argv)
 
     fake = FakeApiServer(args.dir, port=args.port, tokens=args.token or ["fake-token"],
                          delay_ms=args.delay_ms, snapshot_crds=args.snapshot_crds,
                          version=args.version, state_file=args.state_file or None,
                          run_controllers=not args.no_controllers, leases=not args.no_leases,
+                         csi_attacher=args.csi_attacher,
                          controller_delays={"pod_termination": args.pod_termination_ms / 1000.0,
                                             "detach": args.detach_ms / 1000.0})
     done = threading.Event()

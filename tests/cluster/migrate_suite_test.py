@@ -9,6 +9,9 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    and after every step's writes (`<step>`, `<step>+`), then resumed: all moved, claims kept
 3. the real API server's audit log holds flexcsi to the stand-in's rules: no claim written or
    deleted, no secret read, every PV delete with a uid precondition on a Retain PV
+4. rollback of test 1's PV while the Deployment still runs on it (csi-attacher's VolumeAttachment
+   and external-attacher finalizer in place): refused naming the pod, nothing written; then with
+   `--scale-down` the pod comes back on the FlexVolume PV with the checksum of test 1
 """
 import concurrent.futures
 import json
@@ -16,6 +19,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +35,8 @@ STEPS = ["checked", "scaling-down", "retaining", "releasing", "deleting-old", "c
 PLUGINS = None
 SIDECARS = []
 RULES = None
+ORDERS_CHECKSUM = None  # the payload's sha256 as test 1 first read it
+FLEXCSI_WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 
 def setUpModule():
@@ -71,15 +77,16 @@ def tearDownModule():
         clustertest.stop_cluster()
 
 
-def migrate(*args, crash_after=None, journal):
+def migrate(*args, crash_after=None, journal, timeout=300):
     env = dict(os.environ)
     env.pop("FLEXCSI_MIGRATE_CRASH_AFTER", None)
     if crash_after:
         env["FLEXCSI_MIGRATE_CRASH_AFTER"] = crash_after
+    rules = [] if args[0] == "rollback" else ["--rules", RULES]
     return subprocess.run(
-        [PLUGINS.flexcsi_bin, "migrate", *args, "--rules", RULES, "--journal", journal,
-         "--kubeconfig", clustertest.CLUSTER.kubeconfig, "--yes", "--timeout", "300"],
-        capture_output=True, text=True, env=env, timeout=400)
+        [PLUGINS.flexcsi_bin, "migrate", *args, *rules, "--journal", journal,
+         "--kubeconfig", clustertest.CLUSTER.kubeconfig, "--yes", "--timeout", str(timeout)],
+        capture_output=True, text=True, env=env, timeout=timeout * 4 + 100)
 
 
 def flex_pv(name, volume_id, claim_ns, reclaim="Retain"):
@@ -130,6 +137,8 @@ class MigrateSuite(unittest.TestCase):
                                      "spec": pod["spec"]}}})
         first = wait_for("the Deployment's pod", lambda: running_pod(ns, "app=" + name), 120)
         before = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
+        global ORDERS_CHECKSUM
+        ORDERS_CHECKSUM = before
 
         journal = os.path.join(PLUGINS.dir, "journal-orders")
         step = random.Random(os.environ.get("FLEXCSI_FAULT_SEED", "1")).choice(STEPS[1:-1])
@@ -230,6 +239,64 @@ class MigrateSuite(unittest.TestCase):
                              "Retain", "PV %s deleted while not Retain" % e["objectRef"]["name"])
         print("\naudit: %d requests by flexcsi, %d writes, %d PV deletes, all with a uid "
               "precondition on a Retain PV" % (len(events), len(writes), len(deletes)), flush=True)
+
+    def test_4_rollback_with_the_workload_running_is_refused_then_done_with_scale_down(self):
+        ns, name = "shop", "orders"
+        self.assertIsNotNone(ORDERS_CHECKSUM, "test 1 did not get as far as the checksum")
+        journal = os.path.join(PLUGINS.dir, "journal-orders")
+        pod = wait_for("the Deployment's pod on the CSI PV", lambda: running_pod(ns, "app=" + name),
+                       180)
+        pv, claim = get("pv", name), get("pvc", name, ns)
+        self.assertIn("csi", pv["spec"])
+        attacher = [f for f in pv["metadata"].get("finalizers", [])
+                    if f.startswith("external-attacher/")]
+        print("\nCSI PV %s finalizers: %s" % (name, pv["metadata"].get("finalizers")), flush=True)
+        seen = len(clustertest.CLUSTER.audit_events())
+
+        # A short timeout: the refusal needs none, and an old flexcsi that does not refuse fails
+        # in a minute instead of five.
+        started = time.monotonic()
+        refused = migrate("rollback", "--pv", name, journal=journal, timeout=60)
+        print("rollback without --scale-down: exit %d after %.1f s"
+              % (refused.returncode, time.monotonic() - started), flush=True)
+        self.assertNotEqual(refused.returncode, 0, refused.stdout + refused.stderr)
+        self.assertEqual(refused.returncode, 3, refused.stdout + refused.stderr)
+        self.assertIn("%s/%s" % (ns, pod), refused.stdout, refused.stdout + refused.stderr)
+        self.assertIn("--scale-down", refused.stdout)
+        after_pv, after_claim = get("pv", name), get("pvc", name, ns)
+        self.assertEqual(after_pv["metadata"]["resourceVersion"], pv["metadata"]["resourceVersion"])
+        self.assertEqual(after_claim["metadata"]["resourceVersion"],
+                         claim["metadata"]["resourceVersion"])
+        self.assertEqual(after_claim["status"]["phase"], "Bound")
+        writes = [e for e in clustertest.CLUSTER.audit_events()[seen:]
+                  if e.get("userAgent", "").startswith("flexcsi") and e["verb"] in FLEXCSI_WRITES]
+        self.assertEqual(writes, [], "the refused rollback wrote")
+        self.assertEqual(running_pod(ns, "app=" + name), pod)
+
+        started = time.monotonic()
+        done = migrate("rollback", "--pv", name, "--scale-down", journal=journal)
+        elapsed = time.monotonic() - started
+        print("rollback --scale-down: exit %d after %.1f s" % (done.returncode, elapsed),
+              flush=True)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertLess(elapsed, 300)
+        pv = get("pv", name)
+        self.assertIn("flexVolume", pv["spec"])
+        self.assertNotIn("csi", pv["spec"])
+        self.assertEqual(pv["spec"]["claimRef"]["uid"], claim["metadata"]["uid"])
+        self.assertEqual(get("pvc", name, ns)["metadata"]["uid"], claim["metadata"]["uid"])
+        self.assertEqual(get("deployment", name, ns)["spec"]["replicas"], 1)
+        back = wait_for("the Deployment's pod on the FlexVolume PV",
+                        lambda: running_pod(ns, "app=" + name), 180)
+        self.assertNotEqual(back, pod)
+        self.assertEqual(exec_in(ns, back, "sha256sum", "/data/payload").split()[0],
+                         ORDERS_CHECKSUM)
+        if attacher:
+            # csi-attacher let the CSI PV go only once nothing was attached: the delete finished
+            self.assertFalse([va for va in clustertest.CLUSTER.kubectl_json(
+                "get", "volumeattachments")["items"]
+                if va["spec"]["source"].get("persistentVolumeName") == name
+                and va["spec"]["attacher"] == DRIVER])
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "migrate/journal.h"
 #include "migrate/cluster_objects.h"
+#include "migrate/journal.h"
 #include "tests/migrate/migrate_test_env.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
@@ -17,11 +17,6 @@ namespace flexcsi::migrate::testing {
 namespace {
 
 using kube::ResourcePath;
-
-ResourcePath Pv(const std::string& name) { return ResourcePath::Core("persistentvolumes").Named(name); }
-ResourcePath Claim(const std::string& ns, const std::string& name) {
-  return ResourcePath::Core("persistentvolumeclaims", ns).Named(name);
-}
 
 std::string Lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -34,37 +29,16 @@ translator::Translator RulesTranslator() {
   return translator::Translator(std::move(*rules));
 }
 
-class MigrateApplyTest : public ::testing::Test {
+class MigrateApplyTest : public MigrateEnvTest {
  protected:
-  static void SetUpTestSuite() {
-    env_ = new MigrateEnv();
-    Status s = env_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete env_;
-    env_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(env_, nullptr);
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ns_ = Lower("t-" + name).substr(0, 50);
-    ASSERT_TRUE(env_->CreateNamespace(ns_).ok());
-    journal_ = env_->dir() + "/journal-" + ns_;
-  }
   std::string PvName(const std::string& suffix) { return (ns_ + "-" + suffix).substr(0, 60); }
   std::vector<std::string> Apply(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"apply", "--yes", "--journal", journal_, "--timeout", "20",
-                                     "--rules", env_->rules_path()};
+    std::vector<std::string> args = {"apply",     "--yes", "--journal", journal_,
+                                     "--timeout", "20",    "--rules",   env_->rules_path()};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
-
-  static MigrateEnv* env_;
-  std::string ns_;
-  std::string journal_;
 };
-MigrateEnv* MigrateApplyTest::env_ = nullptr;
 
 // The headline: every plugin the translator knows, one `apply --all`, and afterwards each PV is
 // exactly the translator's output under the same name, with its claim (same uid, labels,
@@ -76,8 +50,8 @@ TEST_F(MigrateApplyTest, EveryPluginMovesAndKeepsItsClaim) {
   for (const auto& [field, source] : AllSources()) {
     const std::string pv = PvName(Lower(field));
     const std::string claim = "claim-" + std::to_string(i);
-    auto created = env_->CreateBoundVolume(ns_, pv, claim, field, source,
-                                           i % 2 == 0 ? "Delete" : "Retain");
+    auto created =
+        env_->CreateBoundVolume(ns_, pv, claim, field, source, i % 2 == 0 ? "Delete" : "Retain");
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     originals[pv] = *created;
     claims[pv] = *env_->Get(Claim(ns_, claim));
@@ -152,8 +126,8 @@ TEST_F(MigrateApplyTest, InUseClaimIsRefusedNamingItsPods) {
 
 TEST_F(MigrateApplyTest, ScaleDownMovesThenRestoresReplicas) {
   const std::string pv = PvName("gce");
-  ASSERT_TRUE(env_->CreateBoundVolume(ns_, pv, "data", "gcePersistentDisk",
-                                      AllSources()[1].second, "Delete")
+  ASSERT_TRUE(env_->CreateBoundVolume(ns_, pv, "data", "gcePersistentDisk", AllSources()[1].second,
+                                      "Delete")
                   .ok());
   ASSERT_TRUE(env_->CreateDeployment(ns_, "db", "data", 2).ok());
   ToolRun run = env_->Run(Apply({"--pv", pv, "--scale-down"}));
@@ -189,13 +163,14 @@ TEST_F(MigrateApplyTest, UntranslatablePvIsRefusedWithTheTranslatorsReason) {
   EXPECT_EQ((*live)["metadata"]["resourceVersion"], (*created)["metadata"]["resourceVersion"]);
   ToolRun plan = env_->Run({"plan", "-n", ns_, "--rules", env_->rules_path()});
   EXPECT_EQ(plan.exit_code, 3) << plan.out;
-  EXPECT_NE(plan.out.find("untranslatable"), std::string::npos) << plan.out;  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
+  EXPECT_NE(plan.out.find("untranslatable"), std::string::npos) << plan.out;
+  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
 }
 
 TEST_F(MigrateApplyTest, DryRunSendsDryRunWritesAndJournalsNothing) {
   const std::string pv = PvName("cinder");
-  auto created = env_->CreateBoundVolume(ns_, pv, "data", "cinder", AllSources()[4].second,
-                                         "Retain");
+  auto created =
+      env_->CreateBoundVolume(ns_, pv, "data", "cinder", AllSources()[4].second, "Retain");
   ASSERT_TRUE(created.ok());
   auto before = env_->Audit();
   ASSERT_TRUE(before.ok());
@@ -225,9 +200,8 @@ TEST_F(MigrateApplyTest, DryRunSendsDryRunWritesAndJournalsNothing) {
 // by re-reading and deciding again, and the other writer's changes stay.
 TEST_F(MigrateApplyTest, ConcurrentEditIsReReadNotOverwritten) {
   const std::string pv = PvName("azure");
-  ASSERT_TRUE(env_->CreateBoundVolume(ns_, pv, "data", "azureDisk", AllSources()[2].second,
-                                      "Delete")
-                  .ok());
+  ASSERT_TRUE(
+      env_->CreateBoundVolume(ns_, pv, "data", "azureDisk", AllSources()[2].second, "Delete").ok());
   const std::string hold = env_->dir() + "/hold-" + ns_;
   std::filesystem::create_directories(hold);
   const std::string prefix = hold + "/run";
@@ -272,9 +246,9 @@ TEST_F(MigrateApplyTest, ConcurrentEditIsReReadNotOverwritten) {
 
 TEST_F(MigrateApplyTest, SecondConcurrentRunIsRefused) {
   const std::string pv = PvName("px");
-  ASSERT_TRUE(env_->CreateBoundVolume(ns_, pv, "data", "portworxVolume",
-                                      AllSources()[6].second, "Retain")
-                  .ok());
+  ASSERT_TRUE(
+      env_->CreateBoundVolume(ns_, pv, "data", "portworxVolume", AllSources()[6].second, "Retain")
+          .ok());
   const std::string hold = env_->dir() + "/hold-" + ns_;
   std::filesystem::create_directories(hold);
   pid_t pid = env_->Spawn(Apply({"--pv", pv}), {"FLEXCSI_MIGRATE_HOLD_DIR=" + hold}, hold + "/run");
@@ -284,8 +258,7 @@ TEST_F(MigrateApplyTest, SecondConcurrentRunIsRefused) {
   ASSERT_TRUE(std::filesystem::exists(hold + "/held"));
   ToolRun second = env_->Run(Apply({"--pv", pv}));
   EXPECT_EQ(second.exit_code, 1);
-  EXPECT_NE(second.err.find("another flexcsi migrate is running"), std::string::npos)
-      << second.err;
+  EXPECT_NE(second.err.find("another flexcsi migrate is running"), std::string::npos) << second.err;
   std::ofstream(hold + "/go").put('\n');
   ToolRun first = MigrateEnv::Wait(pid, hold + "/run");
   EXPECT_EQ(first.exit_code, 0) << first.out << first.err;

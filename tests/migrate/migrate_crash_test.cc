@@ -22,8 +22,6 @@ namespace {
 
 using kube::ResourcePath;
 
-ResourcePath Pv(const std::string& name) { return ResourcePath::Core("persistentvolumes").Named(name); }
-
 // One volume, its claim and a one-replica Deployment using it, each crashed at one point.
 struct Scenario {
   std::string crash_at;  // FLEXCSI_MIGRATE_CRASH_AFTER value
@@ -41,17 +39,9 @@ std::vector<std::string> CrashPoints(const std::vector<std::string>& steps) {
   return points;
 }
 
-class MigrateCrashTest : public ::testing::Test {
+class MigrateCrashTest : public MigrateEnvTest {
  protected:
-  static void SetUpTestSuite() {
-    env_ = new MigrateEnv();
-    Status s = env_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete env_;
-    env_ = nullptr;
-  }
+  void SetUp() override {}  // each test makes its own namespace of scenarios
 
   // Creates one scenario per crash point, each with a Deployment holding the claim.
   std::vector<Scenario> Prepare(const std::string& ns, const std::vector<std::string>& points) {
@@ -67,9 +57,9 @@ class MigrateCrashTest : public ::testing::Test {
       s.journal = env_->dir() + "/journal-" + s.pv;
       const auto& [field, source] = sources[i % sources.size()];
       s.source_field = field;
-      auto pv = env_->CreateBoundVolume(ns, s.pv, s.claim, field,
-                                        DistinctSource(source, next_disk_++),
-                                        i % 2 == 0 ? "Delete" : "Retain", /*wait=*/false);
+      auto pv =
+          env_->CreateBoundVolume(ns, s.pv, s.claim, field, DistinctSource(source, next_disk_++),
+                                  i % 2 == 0 ? "Delete" : "Retain", /*wait=*/false);
       EXPECT_TRUE(pv.ok()) << pv.status().ToString();
       if (!pv.ok()) return {};
       EXPECT_TRUE(env_->CreateDeployment(ns, s.deployment, s.claim, 1, /*wait=*/false).ok());
@@ -89,11 +79,10 @@ class MigrateCrashTest : public ::testing::Test {
   }
 
   std::vector<std::string> Args(const std::string& command, const Scenario& s) {
-    std::vector<std::string> args = {command, "--pv", s.pv, "--yes", "--journal", s.journal,
-                                     "--timeout", "30"};
-    if (command == "apply") {
-      args.insert(args.end(), {"--scale-down", "--rules", env_->rules_path()});
-    }
+    // Both directions with --scale-down: the Deployment holds every claim.
+    std::vector<std::string> args = {command,   "--pv",      s.pv, "--yes",       "--journal",
+                                     s.journal, "--timeout", "30", "--scale-down"};
+    if (command == "apply") args.insert(args.end(), {"--rules", env_->rules_path()});
     return args;
   }
 
@@ -119,10 +108,8 @@ class MigrateCrashTest : public ::testing::Test {
     EXPECT_EQ((*dep)["spec"]["replicas"], replicas) << s.crash_at;
   }
 
-  static MigrateEnv* env_;
   static int next_disk_;  // disks are never shared between scenarios of the suite
 };
-MigrateEnv* MigrateCrashTest::env_ = nullptr;
 int MigrateCrashTest::next_disk_ = 0;
 
 translator::Translator RulesTranslator() {
@@ -137,8 +124,8 @@ TEST_F(MigrateCrashTest, KillAfterEveryStepThenApplyResumes) {
   ASSERT_FALSE(scenarios.empty());
   std::vector<ToolRun> crashed = RunAll("apply", scenarios, true);
   for (size_t i = 0; i < scenarios.size(); ++i) {
-    EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at << ": " << crashed[i].out
-                                          << crashed[i].err;
+    EXPECT_EQ(crashed[i].signal, SIGKILL)
+        << scenarios[i].crash_at << ": " << crashed[i].out << crashed[i].err;
     // The journal names the step the run died in.
     auto journal = MigrationJournal::OpenForReading(scenarios[i].journal);
     ASSERT_TRUE(journal.ok()) << scenarios[i].crash_at;
@@ -187,7 +174,8 @@ TEST_F(MigrateCrashTest, KillAfterEveryStepThenRollbackRestores) {
     // The original PV exactly: source, capacity, modes, policy, labels, annotations, and the
     // binding to the same claim uid.
     EXPECT_EQ(StripServerFields(*live)["spec"], StripServerFields(s.original_pv)["spec"]);
-    EXPECT_EQ((*live)["metadata"].value("labels", json()), s.original_pv["metadata"].value("labels", json()));
+    EXPECT_EQ((*live)["metadata"].value("labels", json()),
+              s.original_pv["metadata"].value("labels", json()));
     EXPECT_EQ((*live)["metadata"].value("annotations", json()),
               s.original_pv["metadata"].value("annotations", json()));
     EXPECT_EQ((*live)["status"]["phase"], "Bound");
@@ -241,8 +229,8 @@ TEST(MigrateServerLossTest, ServerGoneMidRunFailsCleanlyThenResumes) {
   const std::string journal = env.dir() + "/journal";
   const std::string hold = env.dir() + "/hold";
   std::filesystem::create_directories(hold);
-  const std::vector<std::string> args = {"apply", "--pv", "pv-loss", "--yes", "--journal",
-                                         journal, "--timeout", "20"};
+  const std::vector<std::string> args = {"apply",     "--pv",  "pv-loss",   "--yes",
+                                         "--journal", journal, "--timeout", "20"};
   pid_t pid = env.Spawn(args, {"FLEXCSI_MIGRATE_HOLD_DIR=" + hold}, hold + "/run");
   for (int k = 0; k < 400 && !std::filesystem::exists(hold + "/held"); ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -101,7 +101,9 @@ Status MigrateEnv::Start() {
   flexcsi::testing::FakeApiServerOptions options;
   options.pod_termination_ms = 50;
   options.detach_ms = 100;
-  options.extra_args = {"--port", std::to_string(flexcsi::testing::FreeLoopbackPort())};
+  // --csi-attacher: CSI PVs get VolumeAttachments and csi-attacher's PV finalizer while attached.
+  options.extra_args = {"--port", std::to_string(flexcsi::testing::FreeLoopbackPort()),
+                        "--csi-attacher"};
   FLEXCSI_RETURN_IF_ERROR(server_.Start(dir_ + "/server", options));
   FLEXCSI_RETURN_IF_ERROR(Reconnect());
   auto node =
@@ -322,6 +324,28 @@ StatusOr<json> MigrateEnv::Control(const std::string& method, const std::string&
 }
 
 StatusOr<json> MigrateEnv::Audit() { return Control("GET", "audit"); }
+
+MigrateEnv* MigrateEnvTest::env_ = nullptr;
+
+void MigrateEnvTest::SetUpTestSuite() {
+  env_ = new MigrateEnv();
+  Status s = env_->Start();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+void MigrateEnvTest::TearDownTestSuite() {
+  delete env_;
+  env_ = nullptr;
+}
+
+void MigrateEnvTest::SetUp() {
+  ASSERT_NE(env_, nullptr);
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  ns_ = ("t-" + name).substr(0, 50);
+  ASSERT_TRUE(env_->CreateNamespace(ns_).ok());
+  journal_ = env_->dir() + "/journal-" + ns_;
+}
 
 void ExpectNothingLost(MigrateEnv& env, const std::string& ns,
                        const std::vector<std::pair<std::string, std::string>>& pv_and_claim) {

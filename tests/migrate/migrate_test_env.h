@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
@@ -81,6 +82,26 @@ class MigrateEnv {
   std::string dir_;
   flexcsi::testing::FakeApiServerProcess server_;
   std::unique_ptr<kube::KubeClient> client_;
+};
+
+inline kube::ResourcePath Pv(const std::string& name) {
+  return kube::ResourcePath::Core("persistentvolumes").Named(name);
+}
+inline kube::ResourcePath Claim(const std::string& ns, const std::string& name) {
+  return kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name);
+}
+
+// A suite sharing one MigrateEnv (one fake API server start per suite). Each test gets its own
+// namespace "t-<test name, lower case>" and journal directory.
+class MigrateEnvTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+
+  static MigrateEnv* env_;
+  std::string ns_;
+  std::string journal_;
 };
 
 // Asserts (gtest) what every test must leave true: no storage-delete in the audit log, no

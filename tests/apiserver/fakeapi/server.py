@@ -52,7 +52,7 @@ class FakeApiServer(object):
     def __init__(self, directory, port=0, tokens=("fake-token",), delay_ms=0,
                  snapshot_crds=False, version="v1.28.0", state_file=None,
                  history_limit=HISTORY_LIMIT, run_controllers=True, controller_delays=None,
-                 leases=True):
+                 leases=True, csi_attacher=False):
         self.directory = os.path.abspath(directory)
         self.requested_port = port
         self.tokens = {}
@@ -73,6 +73,7 @@ class FakeApiServer(object):
         self.failures = FailureInjector()
         self.control = Control(self)
         self.delays = dict(controller_delays or {})
+        self.csi_attacher = csi_attacher  # run the csi-attacher stand-in (VolumeAttachments)
         from .controllers import all_controllers
         self.controllers = ControllerManager(self, all_controllers(self) if run_controllers
                                              else [])

@@ -10,8 +10,10 @@ def all_controllers(fake):
     from .pv_binder import PersistentVolumeController
     from .scheduler import Scheduler
     from .workloads import DeploymentController, ReplicaSetController, StatefulSetController
+    from .csi_attacher import CsiAttacherStandIn
+    attachers = (CsiAttacherStandIn,) if getattr(fake, "csi_attacher", False) else ()
     return [cls(fake) for cls in (
         DeploymentController, ReplicaSetController, StatefulSetController, Scheduler,
-        PersistentVolumeController, KubeletStandIn, AttachDetachController,
+        PersistentVolumeController, KubeletStandIn, AttachDetachController) + attachers + (
         PvcProtectionController, PvProtectionController, ExpandController,
         NamespaceController, GarbageCollector)]

@@ -11,7 +11,7 @@ controller (pkg/controller/volume/attachdetach).
   "kubernetes.io/csi/<driver>^<volumeHandle>", for FlexVolume "flexvolume-<driver>/<pv name>",
   for in-tree plugins "kubernetes.io/<plugin>/<volume id>". Non-attachable sources (NFS,
   hostPath, local, CSI drivers with attachRequired false) never appear. VolumeAttachment objects
-  are not created.
+  are not created here (see csi_attacher.py, --csi-attacher).
 """
 import time
 

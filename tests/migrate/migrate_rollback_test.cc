@@ -1,0 +1,136 @@
+// `flexcsi migrate rollback` holds to apply's in-use rule: a claim that pods still use is refused
+// before anything is written, or, with --scale-down, its owners are scaled to zero, the volume
+// is waited for until detached, and the recorded replicas come back at the end.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "migrate/cluster_objects.h"
+#include "tests/migrate/migrate_test_env.h"
+
+namespace flexcsi::migrate::testing {
+namespace {
+
+using kube::ResourcePath;
+
+ResourcePath Deployment(const std::string& ns, const std::string& name) {
+  return ResourcePath::Group("apps/v1", "deployments", ns).Named(name);
+}
+
+class MigrateRollbackTest : public MigrateEnvTest {
+ protected:
+  std::vector<std::string> Command(const std::string& command, std::vector<std::string> extra) {
+    std::vector<std::string> args = {command, "--yes", "--journal", journal_, "--timeout", "20"};
+    if (command == "apply") args.insert(args.end(), {"--rules", env_->rules_path()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  // An EBS PV bound to claim "data", used by Deployment `deployment`, moved to CSI with
+  // --scale-down; returns once the Deployment's pods run again on the CSI PV.
+  void MovedWithWorkloadRunning(const std::string& pv, const std::string& deployment,
+                                int replicas) {
+    auto created =
+        env_->CreateBoundVolume(ns_, pv, "data", "awsElasticBlockStore",
+                                DistinctSource(AllSources()[0].second, next_disk_++), "Delete");
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    original_ = *created;
+    ASSERT_TRUE(env_->CreateDeployment(ns_, deployment, "data", replicas).ok());
+    ToolRun applied = env_->Run(Command("apply", {"--pv", pv, "--scale-down"}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    ASSERT_TRUE(env_->WaitRunningPods(ns_, "data", replicas).ok());
+  }
+
+  static int next_disk_;  // two tests never share a disk (its attachment would hold the other)
+  json original_;
+};
+int MigrateRollbackTest::next_disk_ = 0;
+
+TEST_F(MigrateRollbackTest, ClaimInUseIsRefusedNamingItsPodsAndNothingIsWritten) {
+  const std::string pv = ns_ + "-pv";
+  MovedWithWorkloadRunning(pv, "web", 1);
+  auto pv_before = env_->Get(Pv(pv));
+  auto claim_before = env_->Get(Claim(ns_, "data"));
+  ASSERT_TRUE(pv_before.ok() && claim_before.ok());
+  auto audit_before = env_->Audit();
+  ASSERT_TRUE(audit_before.ok());
+  const size_t seen = (*audit_before)["items"].size();
+
+  ToolRun run = env_->Run(Command("rollback", {"--pv", pv}));
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_NE(run.out.find("refused"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("(Deployment/web)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(ns_ + "/web-"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--scale-down"), std::string::npos) << run.out;
+
+  auto audit_after = env_->Audit();
+  ASSERT_TRUE(audit_after.ok());
+  for (size_t k = seen; k < (*audit_after)["items"].size(); ++k) {
+    const json& e = (*audit_after)["items"][k];
+    EXPECT_NE(e.value("user", ""), "admin") << "a write by the refused rollback: " << e.dump();
+  }
+  auto pv_after = env_->Get(Pv(pv));
+  auto claim_after = env_->Get(Claim(ns_, "data"));
+  ASSERT_TRUE(pv_after.ok() && claim_after.ok());
+  EXPECT_EQ((*pv_after)["metadata"]["resourceVersion"],
+            (*pv_before)["metadata"]["resourceVersion"]);
+  EXPECT_EQ((*claim_after)["metadata"]["resourceVersion"],
+            (*claim_before)["metadata"]["resourceVersion"]);
+  // The journal still says moved: not even the direction was turned.
+  ToolRun status = env_->Run({"status", "--journal", journal_, "-o", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  json st = json::parse(status.out);
+  ASSERT_EQ(st["items"].size(), 1u);
+  EXPECT_EQ(st["items"][0]["state"], "moved") << status.out;
+  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
+}
+
+TEST_F(MigrateRollbackTest, ScaleDownRollsBackThenRestoresReplicas) {
+  const std::string pv = ns_ + "-pv";
+  MovedWithWorkloadRunning(pv, "db", 2);
+  auto scaled = env_->Get(Deployment(ns_, "db"));
+  ASSERT_TRUE(scaled.ok());
+  (*scaled)["spec"]["replicas"] = 3;  // changed after apply: rollback restores what it finds
+  ASSERT_TRUE(env_->client().Update(Deployment(ns_, "db"), *scaled).ok());
+  ASSERT_TRUE(env_->WaitRunningPods(ns_, "data", 3).ok());
+
+  ToolRun run = env_->Run(Command("rollback", {"--pv", pv, "--scale-down"}));
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto live = env_->Get(Pv(pv));
+  ASSERT_TRUE(live.ok());
+  EXPECT_FALSE((*live)["spec"].contains("csi")) << live->dump();
+  EXPECT_EQ((*live)["spec"]["awsElasticBlockStore"], original_["spec"]["awsElasticBlockStore"]);
+  EXPECT_EQ((*live)["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+  auto dep = env_->Get(Deployment(ns_, "db"));
+  ASSERT_TRUE(dep.ok());
+  EXPECT_EQ((*dep)["spec"]["replicas"], 3);
+  EXPECT_TRUE(env_->WaitRunningPods(ns_, "data", 3).ok());
+  ToolRun status = env_->Run({"status", "--journal", journal_});
+  EXPECT_NE(status.out.find("Deployment/db=3"), std::string::npos) << status.out;
+
+  // The scale to 0 came before the release of the CSI PV, and the release only once the node
+  // had let go of the volume.
+  auto audit = env_->Audit();
+  ASSERT_TRUE(audit.ok());
+  int64_t scaled_down = -1, released = -1;
+  const std::string claim_uid = Str(original_, "/spec/claimRef/uid"_json_pointer);
+  for (const auto& e : (*audit)["items"]) {
+    if (e.value("user", "") != "admin") continue;
+    const int64_t seq = e.value("seq", int64_t{-1});
+    if (e.value("subresource", "") == "scale" && e.value("name", "") == "db" &&
+        e.value("/object/spec/replicas"_json_pointer, -1) == 0 && scaled_down < 0) {
+      scaled_down = seq;
+    }
+    const bool csi_pv_release = e.value("resource", "") == "persistentvolumes" &&
+                                e.value("name", "") == pv && e.value("verb", "") == "update" &&
+                                e.contains("/object/spec/csi"_json_pointer) &&
+                                Str(e, "/object/spec/claimRef/uid"_json_pointer) != claim_uid;
+    if (csi_pv_release && released < 0) released = seq;
+  }
+  ASSERT_GT(released, 0);
+  EXPECT_GT(released, scaled_down);
+  ExpectNothingLost(*env_, ns_, {{pv, "data"}});
+}
+
+}  // namespace
+}  // namespace flexcsi::migrate::testing

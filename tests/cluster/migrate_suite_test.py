@@ -7,11 +7,12 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    CSI plugin with the data's checksum unchanged
 2. idle FlexVolume and in-tree (awsElasticBlockStore) PVs, one killed with -9 after every step
    and after every step's writes (`<step>`, `<step>+`), then resumed: all moved, claims kept
-3. the real API server's audit log holds flexcsi to the stand-in's rules: no claim written or
-   deleted, no secret read, every PV delete with a uid precondition on a Retain PV
 4. rollback of test 1's PV while the Deployment still runs on it (csi-attacher's VolumeAttachment
    and external-attacher finalizer in place): refused naming the pod, nothing written; then with
    `--scale-down` the pod comes back on the FlexVolume PV with the checksum of test 1
+9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
+   rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
+   on a Retain PV
 """
 import concurrent.futures
 import json
@@ -216,7 +217,7 @@ class MigrateSuite(unittest.TestCase):
         self.assertEqual(get("pv", "ebs-a")["spec"]["persistentVolumeReclaimPolicy"], "Delete")
         self.assertEqual(get("pv", "ebs-a")["spec"]["csi"]["driver"], "ebs.csi.aws.com")
 
-    def test_3_the_real_audit_log_keeps_the_stand_ins_rules(self):
+    def test_9_the_real_audit_log_keeps_the_stand_ins_rules(self):
         events = [e for e in clustertest.CLUSTER.audit_events()
                   if e.get("userAgent", "").startswith("flexcsi")]
         self.assertTrue(events, "no request of flexcsi in the audit log")

@@ -204,14 +204,6 @@ void NodeRegistrar::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void NodeRegistrar::Poke() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poked_ = true;
-  }
-  cv_.notify_all();
-}
-
 json NodeRegistrar::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   json out = json::object();
@@ -237,8 +229,7 @@ void NodeRegistrar::Run() {
       state = copy;
       if (stop_) return;
     }
-    cv_.wait_for(lock, kPollDrivers, [this] { return stop_ || poked_; });
-    poked_ = false;
+    cv_.wait_for(lock, kPollDrivers, [this] { return stop_; });
   }
 }
 

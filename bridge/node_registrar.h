@@ -60,8 +60,6 @@ class NodeRegistrar {
 
   void Start();
   void Stop();
-  // Wakes the loop now (a driver came back).
-  void Poke();
 
   // Per CSI endpoint: {"driver", "nodeId", "state": registered|pending|failed|off|disabled, "message",
   // "attempts"}. For bridge.health and so `flexcsi doctor`.
@@ -87,7 +85,6 @@ class NodeRegistrar {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  bool poked_ = false;
   std::map<std::string, DriverState> states_;  // by CSI endpoint; guarded by mu_
   std::thread thread_;
 };

@@ -28,7 +28,6 @@ from clustertest import apply, busybox_pod, delete_and_wait, exec_in, get, wait_
 from clustertest import wait_pod_running  # noqa: E402
 from cluster import Process  # noqa: E402
 from node_plugins import NodePlugins, csi_driver, flex_driver  # noqa: E402
-import pki  # noqa: E402
 
 SHAPE = "default"
 DRIVER = csi_driver(SHAPE)

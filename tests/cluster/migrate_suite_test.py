@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, exec_in, get, wait_for  # noqa: E402
 from cluster import Process  # noqa: E402
+import namespace  # noqa: E402
 from node_plugins import NodePlugins, csi_driver, flex_driver  # noqa: E402
 
 SHAPE = "default"
@@ -161,7 +162,7 @@ class MigrateSuite(unittest.TestCase):
             if va["spec"]["source"].get("persistentVolumeName") == name]
         self.assertTrue(attachments and attachments[0].get("status", {}).get("attached"),
                         "csi-attacher did not attach the CSI PV: %s" % attachments)
-        csi_mounts = [m for m in __import__("namespace").mount_points()
+        csi_mounts = [m for m in namespace.mount_points()
                       if "kubernetes.io~csi/%s/mount" % name in m]
         self.assertTrue(csi_mounts, "the pod's volume is not mounted by kubelet's CSI plugin")
 

@@ -12,7 +12,6 @@ shape csi-loopback imitates. The phases run in order on one cluster, each for al
 6. everything deleted: no record, mount or loop device is left
 """
 import concurrent.futures
-import hashlib
 import os
 import signal
 import sys

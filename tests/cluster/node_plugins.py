@@ -12,6 +12,7 @@ import time
 
 from clustertest import build_dir
 from cluster import Process
+import namespace
 
 # csi-loopback's switches, each imitating another kind of CSI driver.
 SHAPES = {
@@ -155,5 +156,4 @@ class NodePlugins:
 
     def loop_devices(self):
         """Loop devices backed by any csi-loopback's volumes."""
-        import namespace
         return [(d, b) for d, b in namespace.loop_devices() if b.startswith(self.dir + "/")]

@@ -154,10 +154,8 @@ class ControllerSuite(unittest.TestCase):
             terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
             self.assertEqual(terms[0]["matchExpressions"][0]["key"], TOPOLOGY_KEY)
         for mode in ("waitforfirstconsumer", "immediate"):
-            pv_name = get("pvc", mode, ns)["spec"]["volumeName"]
             delete_and_wait("pod", mode, ns)
-            delete_and_wait("pvc", mode, ns)
-            delete_and_wait("pv", pv_name, timeout=180)  # reclaim Delete: DeleteVolume, then PV
+            delete_claim_and_its_pv(ns, mode)
 
     def test_3_uninstall_removes_the_registration_and_a_restart_writes_it_again(self):
         node = clustertest.CLUSTER.node_name
@@ -205,9 +203,7 @@ class ControllerSuite(unittest.TestCase):
         wait_for("the file system in the pod to grow", lambda: df_kib(ns, "clone") > before, 60)
         for name in ("clone", "source"):
             delete_and_wait("pod", name, ns)
-            pv = get("pvc", name, ns)["spec"]["volumeName"]
-            delete_and_wait("pvc", name, ns)
-            delete_and_wait("pv", pv, timeout=180)
+            delete_claim_and_its_pv(ns, name)
 
     def test_6_snapshot_and_restore_beside_snapshot_controller(self):
         ns = "snapshots"
@@ -257,9 +253,7 @@ class ControllerSuite(unittest.TestCase):
         delete_and_wait("pod", "reader", ns)
         delete_and_wait("volumesnapshot", "snap", ns, timeout=120)
         for name in ("restored", "data"):
-            pv = get("pvc", name, ns)["spec"]["volumeName"]
-            delete_and_wait("pvc", name, ns)
-            delete_and_wait("pv", pv, timeout=180)
+            delete_claim_and_its_pv(ns, name)
 
     def test_7_a_failing_claim_is_retried_at_backoff_spacing(self):
         ns = "failing"
@@ -301,6 +295,13 @@ def claim(ns, name, storage_class, data_source=None, size="320Mi"):
         spec["dataSource"] = data_source
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def delete_claim_and_its_pv(ns, name):
+    """Reclaim policy Delete: flexcsi-controller calls DeleteVolume, then deletes the PV."""
+    pv = get("pvc", name, ns)["spec"]["volumeName"]
+    delete_and_wait("pvc", name, ns)
+    delete_and_wait("pv", pv, timeout=180)
 
 
 def df_kib(ns, pod):

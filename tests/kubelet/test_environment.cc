@@ -350,9 +350,9 @@ PodInfo TestEnvironment::Pod(const std::string& name) const {
   return p;
 }
 
-nlohmann::json TestEnvironment::BridgeState(std::string* error) const {
+nlohmann::json TestEnvironment::BridgeCall(const std::string& call, std::string* error) const {
   BridgeRequest req;
-  req.call = "bridge.state";
+  req.call = call;
   req.timeout_ms = 9000;
   auto env = CallBridgeRaw(bridge_socket_, req, milliseconds(2000), milliseconds(10000));
   if (!env.ok()) {
@@ -362,16 +362,12 @@ nlohmann::json TestEnvironment::BridgeState(std::string* error) const {
   return (*env)["reply"];
 }
 
+nlohmann::json TestEnvironment::BridgeState(std::string* error) const {
+  return BridgeCall("bridge.state", error);
+}
+
 nlohmann::json TestEnvironment::BridgeHealth(std::string* error) const {
-  BridgeRequest req;
-  req.call = "bridge.health";
-  req.timeout_ms = 9000;
-  auto env = CallBridgeRaw(bridge_socket_, req, milliseconds(2000), milliseconds(10000));
-  if (!env.ok()) {
-    if (error) *error = env.status().ToString();
-    return nullptr;
-  }
-  return (*env)["reply"];
+  return BridgeCall("bridge.health", error);
 }
 
 std::string TestEnvironment::ScrapeMetrics() const {

@@ -113,6 +113,8 @@ class TestEnvironment {
   const std::string& csi_state_dir() const { return csi_state_dir_; }
 
  private:
+  // One bridge.* call over the socket; its reply, or null with *error set.
+  nlohmann::json BridgeCall(const std::string& call, std::string* error) const;
   ::testing::AssertionResult WaitForSocket(const std::string& path, const ChildProcess& child,
                                            const std::string& log, const std::string& what);
 

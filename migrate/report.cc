@@ -12,6 +12,9 @@ using nlohmann::json;
 
 namespace {
 
+// "1 PV", "2 PVs", "0 PVs".
+std::string PvCount(size_t n) { return std::to_string(n) + (n == 1 ? " PV" : " PVs"); }
+
 json WorkloadJson(const WorkloadRef& w) {
   return {{"kind", w.kind}, {"namespace", w.namespace_}, {"name", w.name},
           {"scalable", w.scalable()}};
@@ -111,7 +114,7 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
                     v.verdict == Verdict::kInUse ? "stop them, or apply --scale-down" : v.reason});
   }
   PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
-  out << "\n" << plan.volumes.size() << " PVs: " << movable << " can move now, "
+  out << "\n" << PvCount(plan.volumes.size()) << ": " << movable << " can move now, "
       << plan.volumes.size() - movable << " cannot.\n";
   if (!plan.inline_volumes.empty()) {
     out << "\nInline in-tree/FlexVolume volumes in pod templates (operator work: edit these "
@@ -153,7 +156,7 @@ void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out
   PrintTable({"PV", "CLAIM", "CSI DRIVER", "RESULT", "STEP", "MESSAGE"}, rows, out);
   std::string summary;
   for (const auto& [k, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + k;
-  out << "\n" << results.size() << " PVs: " << (summary.empty() ? "nothing to do" : summary)
+  out << "\n" << PvCount(results.size()) << ": " << (summary.empty() ? "nothing to do" : summary)
       << ".\n";
   for (const auto& r : results) {
     for (const auto& a : r.actions) out << "  " << r.pv_name << ": would " << a << "\n";

@@ -88,10 +88,11 @@ TEST_F(MigrateRollbackTest, ClaimInUseIsRefusedNamingItsPodsAndNothingIsWritten)
 TEST_F(MigrateRollbackTest, ScaleDownRollsBackThenRestoresReplicas) {
   const std::string pv = ns_ + "-pv";
   MovedWithWorkloadRunning(pv, "db", 2);
-  auto scaled = env_->Get(Deployment(ns_, "db"));
-  ASSERT_TRUE(scaled.ok());
-  (*scaled)["spec"]["replicas"] = 3;  // changed after apply: rollback restores what it finds
-  ASSERT_TRUE(env_->client().Update(Deployment(ns_, "db"), *scaled).ok());
+  // Changed after apply: rollback restores what it finds. A patch, not a read-modify-write:
+  // the fake's controllers update the Deployment's status concurrently (a PUT got 409 here).
+  auto scaled = env_->client().Patch(Deployment(ns_, "db"), kube::PatchType::kMerge,
+                                     json{{"spec", {{"replicas", 3}}}});
+  ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
   ASSERT_TRUE(env_->WaitRunningPods(ns_, "data", 3).ok());
 
   ToolRun run = env_->Run(Command("rollback", {"--pv", pv, "--scale-down"}));

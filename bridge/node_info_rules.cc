@@ -5,30 +5,20 @@
 #include <set>
 #include <vector>
 
+#include "common/json_access.h"
+
 namespace flexcsi {
 namespace {
 
 using nlohmann::json;
 
-const json& Field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
 const json& Metadata(const json& object, const char* key) {
-  return Field(Field(object, "metadata"), key);
-}
-
-std::string StringAt(const json& object, const char* key) {
-  const json& v = Field(object, key);
-  return v.is_string() ? v.get<std::string>() : "";
+  return JField(JField(object, "metadata"), key);
 }
 
 // The annotation's map; an absent annotation is an empty map.
 StatusOr<json> NodeIdMap(const json& node) {
-  const json& value = Field(Metadata(node, "annotations"), kNodeIdAnnotation);
+  const json& value = JField(Metadata(node, "annotations"), kNodeIdAnnotation);
   if (!value.is_string() || value.get<std::string>().empty()) return json::object();
   json parsed = json::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) {
@@ -56,30 +46,42 @@ std::set<std::string> StringSet(const json& list) {
 }
 
 const json* FindEntry(const json& csinode, const std::string& driver) {
-  const json& drivers = Field(Field(csinode, "spec"), "drivers");
+  const json& drivers = JField(JField(csinode, "spec"), "drivers");
   if (!drivers.is_array()) return nullptr;
   for (const auto& entry : drivers) {
-    if (StringAt(entry, "name") == driver) return &entry;
+    if (JStr(entry, "name") == driver) return &entry;
   }
   return nullptr;
 }
 
+// `csinode` with every entry but `driver`'s (spec.drivers always an array).
+json WithoutEntry(const json& csinode, const std::string& driver) {
+  json updated = csinode;
+  json drivers = json::array();
+  for (const auto& e : JField(JField(csinode, "spec"), "drivers")) {
+    if (JStr(e, "name") != driver) drivers.push_back(e);
+  }
+  updated["spec"]["drivers"] = drivers;
+  return updated;
+}
+
 bool SameEntry(const json& entry, const DriverNodeInfo& info) {
   const json want = CsiNodeDriverEntry(info);
-  return StringAt(entry, "nodeID") == info.node_id &&
-         StringSet(Field(entry, "topologyKeys")) == StringSet(want.value("topologyKeys", json())) &&
-         Field(entry, "allocatable") ==
+  return JStr(entry, "nodeID") == info.node_id &&
+         StringSet(JField(entry, "topologyKeys")) ==
+             StringSet(want.value("topologyKeys", json())) &&
+         JField(entry, "allocatable") ==
              (want.contains("allocatable") ? want["allocatable"] : json());
 }
 
 // Topology keys that only `driver`'s CSINode entry lists: labels it may move.
 std::set<std::string> OwnTopologyKeys(const json& csinode, const std::string& driver) {
   std::set<std::string> own, others;
-  const json& drivers = Field(Field(csinode, "spec"), "drivers");
+  const json& drivers = JField(JField(csinode, "spec"), "drivers");
   if (drivers.is_array()) {
     for (const auto& e : drivers) {
-      for (const auto& k : StringSet(Field(e, "topologyKeys"))) {
-        (StringAt(e, "name") == driver ? own : others).insert(k);
+      for (const auto& k : StringSet(JField(e, "topologyKeys"))) {
+        (JStr(e, "name") == driver ? own : others).insert(k);
       }
     }
   }
@@ -98,7 +100,7 @@ StatusOr<std::optional<json>> NodeRegistrationPatch(const json& node, const json
   const json& labels = Metadata(node, "labels");
   json new_labels = json::object();
   for (const auto& [key, value] : info.topology) {
-    const json& existing = Field(labels, key.c_str());
+    const json& existing = JField(labels, key.c_str());
     if (existing.is_string() && existing.get<std::string>() != value && !own.count(key)) {
       return FailedPrecondition(
           "topology label collision on the node: driver " + info.driver + " reports " + key + "=" +
@@ -108,7 +110,7 @@ StatusOr<std::optional<json>> NodeRegistrationPatch(const json& node, const json
     if (!existing.is_string() || existing.get<std::string>() != value) new_labels[key] = value;
   }
   if (!new_labels.empty()) metadata["labels"] = new_labels;
-  if (StringAt(*ids, info.driver.c_str()) != info.node_id) {
+  if (JStr(*ids, info.driver.c_str()) != info.node_id) {
     (*ids)[info.driver] = info.node_id;
     metadata["annotations"] = {{kNodeIdAnnotation, ids->dump()}};
   }
@@ -127,21 +129,11 @@ std::optional<json> NodeUnregistrationPatch(const json& node, const json& csinod
         {kNodeIdAnnotation, ids->empty() ? json(nullptr) : json(ids->dump())}};
   }
   // Labels are removed only for keys this driver's entry listed and no other entry lists.
-  if (const json* entry = FindEntry(csinode, driver)) {
-    std::set<std::string> others;
-    for (const auto& e : Field(Field(csinode, "spec"), "drivers")) {
-      if (StringAt(e, "name") != driver) {
-        for (const auto& k : StringSet(Field(e, "topologyKeys"))) others.insert(k);
-      }
-    }
-    json labels = json::object();
-    for (const auto& key : StringSet(Field(*entry, "topologyKeys"))) {
-      if (!others.count(key) && Field(Metadata(node, "labels"), key.c_str()).is_string()) {
-        labels[key] = nullptr;
-      }
-    }
-    if (!labels.empty()) metadata["labels"] = labels;
+  json labels = json::object();
+  for (const auto& key : OwnTopologyKeys(csinode, driver)) {
+    if (JField(Metadata(node, "labels"), key.c_str()).is_string()) labels[key] = nullptr;
   }
+  if (!labels.empty()) metadata["labels"] = labels;
   if (metadata.empty()) return std::nullopt;
   metadata["resourceVersion"] = Metadata(node, "resourceVersion");
   return json{{"metadata", metadata}};
@@ -159,7 +151,7 @@ json CsiNodeDriverEntry(const DriverNodeInfo& info) {
 }
 
 json NewCsiNode(const json& node, const DriverNodeInfo& info) {
-  const std::string name = StringAt(Field(node, "metadata"), "name");
+  const std::string name = JStr(JField(node, "metadata"), "name");
   return {{"apiVersion", "storage.k8s.io/v1"},
           {"kind", "CSINode"},
           {"metadata",
@@ -168,45 +160,34 @@ json NewCsiNode(const json& node, const DriverNodeInfo& info) {
              {{{"apiVersion", "v1"},
                {"kind", "Node"},
                {"name", name},
-               {"uid", StringAt(Field(node, "metadata"), "uid")}}}}}},
+               {"uid", JStr(JField(node, "metadata"), "uid")}}}}}},
           {"spec", {{"drivers", {CsiNodeDriverEntry(info)}}}}};
 }
 
 std::optional<json> CsiNodeWithDriver(const json& csinode, const DriverNodeInfo& info) {
   const json* existing = FindEntry(csinode, info.driver);
   if (existing != nullptr && SameEntry(*existing, info)) return std::nullopt;
-  json updated = csinode;
-  json drivers = json::array();
-  for (const auto& e : Field(Field(csinode, "spec"), "drivers")) {
-    if (StringAt(e, "name") != info.driver) drivers.push_back(e);
-  }
-  drivers.push_back(CsiNodeDriverEntry(info));
-  updated["spec"]["drivers"] = drivers;
+  json updated = WithoutEntry(csinode, info.driver);
+  updated["spec"]["drivers"].push_back(CsiNodeDriverEntry(info));
   return updated;
 }
 
 std::optional<json> CsiNodeWithoutDriver(const json& csinode, const std::string& driver) {
   if (FindEntry(csinode, driver) == nullptr) return std::nullopt;
-  json updated = csinode;
-  json drivers = json::array();
-  for (const auto& e : Field(Field(csinode, "spec"), "drivers")) {
-    if (StringAt(e, "name") != driver) drivers.push_back(e);
-  }
-  updated["spec"]["drivers"] = drivers;
-  return updated;
+  return WithoutEntry(csinode, driver);
 }
 
 RegisteredDriver ReadRegistration(const json& node, const json& csinode,
                                   const DriverNodeInfo& expected) {
   RegisteredDriver out;
   if (auto ids = NodeIdMap(node); ids.ok())
-    out.annotation_node_id = StringAt(*ids, expected.driver.c_str());
+    out.annotation_node_id = JStr(*ids, expected.driver.c_str());
   if (const json* entry = FindEntry(csinode, expected.driver)) {
-    out.csinode_node_id = StringAt(*entry, "nodeID");
+    out.csinode_node_id = JStr(*entry, "nodeID");
   }
   out.labels_match =
       std::all_of(expected.topology.begin(), expected.topology.end(), [&](const auto& segment) {
-        const json& v = Field(Metadata(node, "labels"), segment.first.c_str());
+        const json& v = JField(Metadata(node, "labels"), segment.first.c_str());
         return v.is_string() && v.get<std::string>() == segment.second;
       });
   return out;

@@ -18,7 +18,7 @@
 #include "bridge/metrics.h"
 #include "controller/event_recorder.h"
 #include "controller/intent_journal.h"
-#include "controller/json_access.h"
+#include "common/json_access.h"
 #include "controller/secret_params.h"
 #include "controller/topology.h"
 #include "kube/kube_client.h"
@@ -64,7 +64,7 @@ struct ControllerContext {
   std::map<std::string, bool> supports_topology_;                   // guarded by mu_
 };
 
-// Small accessors for API objects (JStr and JField are in json_access.h).
+// Small accessors for API objects (JStr and JField are in common/json_access.h).
 std::string Annotation(const nlohmann::json& object, const std::string& key);
 bool HasFinalizer(const nlohmann::json& object, const std::string& finalizer);
 bool BeingDeleted(const nlohmann::json& object);

@@ -1,7 +1,7 @@
 #include "controller/flex_pv.h"
 
 #include "bridge/volume_mapping.h"
-#include "controller/json_access.h"
+#include "common/json_access.h"
 #include "controller/quantity.h"
 
 namespace flexcsi::controller {

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "bridge/csi_requests.h"
-#include "controller/json_access.h"
+#include "common/json_access.h"
 #include "controller/quantity.h"
 
 namespace flexcsi::controller {

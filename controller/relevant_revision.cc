@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "controller/json_access.h"
+#include "common/json_access.h"
 #include "controller/provision_plan.h"
 
 namespace flexcsi::controller {

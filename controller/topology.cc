@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <set>
 
-#include "controller/json_access.h"
+#include "common/json_access.h"
 
 namespace flexcsi::controller {
 namespace {

@@ -1,12 +1,12 @@
 // Reading API objects (nlohmann::json in the API's own shape) without exceptions: a missing or
-// mistyped field reads as empty. Shared by the planning code and the controller runtime.
+// mistyped field reads as empty. Shared by flexcsi-controller and the bridge's node registration.
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-namespace flexcsi::controller {
+namespace flexcsi {
 
 // The string at j[key], or "" when j is not an object or the field is missing or not a string.
 inline std::string JStr(const nlohmann::json& j, const char* key) {
@@ -23,4 +23,4 @@ inline const nlohmann::json& JField(const nlohmann::json& j, const char* key) {
   return it == j.end() ? kNull : *it;
 }
 
-}  // namespace flexcsi::controller
+}  // namespace flexcsi

@@ -40,10 +40,13 @@ StatusOr<json> GetCsiNode(kube::KubeClient& client, const std::string& node_name
   return csinode.status();
 }
 
-Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, const DriverNodeInfo& info) {
+// `read` is the CSINode as GetCsiNode just returned it; after a conflict it is read again.
+Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, json read,
+                         const DriverNodeInfo& info) {
   const std::string name = node["metadata"].value("name", "");
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
-    auto csinode = GetCsiNode(client, name);
+    StatusOr<json> csinode =
+        attempt == 0 ? StatusOr<json>(std::move(read)) : GetCsiNode(client, name);
     if (!csinode.ok()) return csinode.status();
     if (csinode->is_null()) return Status::Ok();  // not served: labels and annotation only
     Status written;
@@ -80,7 +83,7 @@ Status RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_na
       if (kube::IsConflict(patched)) continue;
       FLEXCSI_RETURN_IF_ERROR(patched);
     }
-    return WriteCsiNodeEntry(client, *node, info);
+    return WriteCsiNodeEntry(client, *node, std::move(*csinode), info);
   }
   return Unavailable("Node " + node_name + " kept changing under " +
                      std::to_string(kConflictRetries) + " patches");

@@ -48,13 +48,23 @@ def _copy_cpuset(mount, directory):
             f.write(value)
 
 
+def _base(hierarchies):
+    """Where cluster groups go: the deepest of our groups, the memory limit's."""
+    return max(hierarchies.values(), key=len)
+
+
+def pid_alive(pid):
+    return os.path.exists("/proc/%d" % pid)
+
+
 class ClusterCgroups:
-    def __init__(self):
+    def __init__(self, owner_pid=None):
+        """The groups of the harness `owner_pid` (default: this process)."""
         self.hierarchies = _hierarchies()
         if not self.hierarchies or "pids" not in {os.path.basename(m) for m in self.hierarchies}:
             raise RuntimeError("the test cluster needs cgroup v1 hierarchies (pids among them)")
-        base = max(self.hierarchies.values(), key=len)  # the deepest: the memory limit's group
-        self.relative = os.path.join(base, PREFIX + str(os.getpid()))
+        self.relative = os.path.join(_base(self.hierarchies),
+                                     PREFIX + str(owner_pid or os.getpid()))
         self.created = []  # (mount, directory) made by us, removed deepest first
 
     @property
@@ -148,14 +158,14 @@ class ClusterCgroups:
         return left
 
 
-def stale_cluster_groups():
-    """Cluster groups whose harness process is gone (a harness killed with -9): [(mount, dir)]."""
-    stale = []
-    for mount, path in _hierarchies().items():
-        parent = os.path.join(mount, max(_hierarchies().values(), key=len).lstrip("/"))
-        if not os.path.isdir(parent):
-            continue
-        for name in os.listdir(parent):
-            if name.startswith(PREFIX) and not os.path.exists("/proc/" + name[len(PREFIX):]):
-                stale.append((mount, os.path.join(parent, name)))
-    return stale
+def stale_owners():
+    """Pids of harnesses that are gone (killed with -9) but whose cluster groups are left."""
+    hierarchies = _hierarchies()
+    base = _base(hierarchies)
+    owners = set()
+    for mount in hierarchies:
+        parent = os.path.join(mount, base.lstrip("/"))
+        if os.path.isdir(parent):
+            owners.update(int(name[len(PREFIX):]) for name in os.listdir(parent)
+                          if name.startswith(PREFIX) and name[len(PREFIX):].isdigit())
+    return sorted(pid for pid in owners if not pid_alive(pid))

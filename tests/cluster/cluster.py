@@ -312,27 +312,27 @@ class Cluster:
             os.path.join(self.dir, "kubelet.kubeconfig"), self.server, self.ca, kcrt, kkey,
             user="system:node:" + self.node_name)
 
+    def _control_plane_client_flags(self):
+        """What kube-controller-manager and kube-scheduler share: admin access, no leader
+        election, their health port on loopback."""
+        return ["--kubeconfig", self.kubeconfig,
+                "--authentication-kubeconfig", self.kubeconfig,
+                "--authorization-kubeconfig", self.kubeconfig,
+                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+                "--leader-elect=false"]
+
     def _start_controller_manager_and_scheduler(self):
         self._run("kube-controller-manager", [
             os.path.join(self.bin, "kube-controller-manager"),
-            "--kubeconfig", self.kubeconfig,
-            "--authentication-kubeconfig", self.kubeconfig,
-            "--authorization-kubeconfig", self.kubeconfig,
-            "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+            *self._control_plane_client_flags(),
             "--controllers", "*",
-            "--leader-elect=false",
             "--use-service-account-credentials=false",
             "--service-account-private-key-file", self.pki.path("sa.key"),
             "--root-ca-file", self.ca,
             "--flex-volume-plugin-dir", self.controller_plugin_dir,
             "--v=2"])
-        self._run("kube-scheduler", [
-            os.path.join(self.bin, "kube-scheduler"),
-            "--kubeconfig", self.kubeconfig,
-            "--authentication-kubeconfig", self.kubeconfig,
-            "--authorization-kubeconfig", self.kubeconfig,
-            "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-            "--leader-elect=false", "--v=1"])
+        self._run("kube-scheduler", [os.path.join(self.bin, "kube-scheduler"),
+                                     *self._control_plane_client_flags(), "--v=1"])
 
     def _start_containerd(self):
         base = os.path.dirname(self.containerd_socket)
@@ -469,34 +469,17 @@ def reap_orphans():
             return
 
 
-def _pid_alive(pid):
-    return os.path.exists("/proc/%d" % pid)
-
-
 def sweep_stale_clusters():
     """Removes what a harness killed with -9 left behind: its processes and cgroups, loop
     devices on its files, and its temp dir. Its mounts went with its mount namespace."""
-    for mount, directory in cgroups.stale_cluster_groups():
-        for walk_dir, _, files in os.walk(directory):
-            if "cgroup.procs" in files:
-                with open(os.path.join(walk_dir, "cgroup.procs")) as f:
-                    for pid in f.read().split():
-                        try:
-                            os.kill(int(pid), signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-    for mount, directory in cgroups.stale_cluster_groups():
-        for walk_dir, _, _ in sorted(os.walk(directory), key=lambda w: -w[0].count("/")):
-            for _ in range(20):
-                try:
-                    os.rmdir(walk_dir)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+    for owner in cgroups.stale_owners():
+        groups = cgroups.ClusterCgroups(owner)
+        groups.kill_all()
+        groups.remove()
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
         m = re.match(r"flexcsi-cluster-(\d+)-", name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not cgroups.pid_alive(int(m.group(1))):
             path = os.path.join(tmp, name)
             namespace.unmount_below(path)
             namespace.detach_loop_devices_below(path + "/")

@@ -81,14 +81,13 @@ class HarnessTest(unittest.TestCase):
             stdout=subprocess.PIPE, text=True)
         workdir = child.stdout.readline().strip()
         self.assertTrue(workdir.startswith("/tmp/flexcsi-cluster-%d-" % child.pid), workdir)
-        stale = [d for _, d in cgroups.stale_cluster_groups()]
-        self.assertEqual(stale, [], "no group is stale while its harness lives")
+        self.assertEqual(cgroups.stale_owners(), [], "no group is stale while its harness lives")
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-        self.assertTrue(cgroups.stale_cluster_groups())
+        self.assertIn(child.pid, cgroups.stale_owners())
         kube_cluster.sweep_stale_clusters()
         wait_for("the stale cluster's processes and groups to go",
-                 lambda: not cgroups.stale_cluster_groups(), 30)
+                 lambda: not cgroups.stale_owners(), 30)
         self.assertFalse(os.path.exists(workdir))
 
 

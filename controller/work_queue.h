@@ -50,7 +50,8 @@ class WorkQueue {
   // Blocks until a key is ready or ShutDown(); nullopt after shutdown.
   std::optional<std::string> Get();
   // REQUIRES: `key` came from Get(). Marks it no longer in progress. Returns the retry delay
-  // for kFailed (0 when a changed revision retries it at once), else 0.
+  // for kFailed (the first backoff step, with the backoff reset, when the revision changed
+  // while the attempt ran), else 0.
   std::chrono::milliseconds Done(const std::string& key, Outcome outcome);
   void ShutDown();
 

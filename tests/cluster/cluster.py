@@ -47,6 +47,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 class ClusterError(RuntimeError):
     pass
 
@@ -202,6 +208,12 @@ class Cluster:
         proc = self.procs[name]
         proc.stop(sig)
         proc.start()
+        if name == "kubelet":
+            # The node stays Ready in the API until kubelet's status times out, so that says
+            # nothing about the new kubelet: wait until it serves what the API server dials
+            # for exec and logs.
+            self._wait("kubelet to serve again", time.monotonic() + 60,
+                       lambda: port_open(self.kubelet_port), "kubelet")
 
     def _wait(self, what, deadline, ready, component):
         while time.monotonic() < deadline:
@@ -385,12 +397,13 @@ state = "/run/containerd/state"
                         "import", archive], check=True, stdout=subprocess.DEVNULL)
 
     def _start_kubelet(self):
+        self.kubelet_port = free_port()
         config = os.path.join(self.dir, "kubelet-config.yaml")
         with open(config, "w") as f:
             json.dump({
                 "apiVersion": "kubelet.config.k8s.io/v1beta1",
                 "kind": "KubeletConfiguration",
-                "address": "127.0.0.1", "port": free_port(), "readOnlyPort": 0,
+                "address": "127.0.0.1", "port": self.kubelet_port, "readOnlyPort": 0,
                 "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
                 "cgroupDriver": "cgroupfs",
                 "cgroupRoot": self.cgroups.pods_root,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -44,6 +45,29 @@ std::optional<std::string> ReadAttribute(const std::string& path) {
   return value;
 }
 
+// True when `shown` is `path` less some leading folders ("/volumes/v.img" of
+// "/var/lib/flexcsi-loopback/volumes/v.img").
+bool IsTailOf(const std::string& shown, const std::string& path) {
+  return !shown.empty() && shown[0] == '/' && shown.size() < path.size() &&
+         path.compare(path.size() - shown.size(), shown.size(), shown) == 0;
+}
+
+// The kernel names a loop device's file by the mount it was opened through. When that mount is
+// gone, as it is once the container of the csi-loopback that attached the device has been
+// replaced (a DaemonSet upgrade), the name is only the path within the mount. Such a device is
+// ours when the kernel's record of its file (device and inode) is `file_stat`. Only devices whose
+// name fits are opened: opening another volume's device would make its detach lazy.
+bool BoundThroughGoneMount(const std::string& name, const std::string& shown,
+                           const std::string& backing_file, const struct stat& file_stat) {
+  if (!IsTailOf(shown, backing_file)) return false;
+  const int fd = ::open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct loop_info64 info {};
+  const bool read = ::ioctl(fd, LOOP_GET_STATUS64, &info) == 0;
+  ::close(fd);
+  return read && info.lo_inode == file_stat.st_ino && info.lo_device == file_stat.st_dev;
+}
+
 // What the kernel reports about loop device `name` ("loop3") while it is bound to `backing_file`
 // (same inode, or same path when the file is gone); nullopt otherwise.
 std::optional<LoopDevice> BoundTo(const std::string& name, const std::string& backing_file,
@@ -59,7 +83,10 @@ std::optional<LoopDevice> BoundTo(const std::string& name, const std::string& ba
   struct stat st;
   const bool same_inode = file_stat != nullptr && ::stat(bound->c_str(), &st) == 0 &&
                           st.st_dev == file_stat->st_dev && st.st_ino == file_stat->st_ino;
-  if (!same_inode && *bound != backing_file) return std::nullopt;
+  if (!same_inode && *bound != backing_file &&
+      !(file_stat != nullptr && BoundThroughGoneMount(name, *bound, backing_file, *file_stat))) {
+    return std::nullopt;
+  }
   LoopDevice device;
   device.name = "/dev/" + name;
   device.readonly = ReadAttribute(sys + "/ro").value_or("0") == "1";

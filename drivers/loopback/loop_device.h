@@ -12,7 +12,9 @@ namespace flexcsi {
 namespace loopback {
 
 // Loop devices currently bound to `backing_file` ("/dev/loop3", ...), including one detached
-// but still being released; empty when none. Read from sysfs, so it never opens a device.
+// but still being released; empty when none. Read from sysfs; a device is opened only when the
+// kernel names its file by a path within a mount that is gone and that path fits (to compare
+// inodes), never another volume's.
 StatusOr<std::vector<std::string>> LoopDevicesFor(const std::string& backing_file);
 
 // The loop device for `backing_file`: an existing one when attached already, else a new one.

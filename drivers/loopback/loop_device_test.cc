@@ -44,6 +44,25 @@ TEST_F(LoopDeviceTest, AttachReusesTheDeviceOfTheSameFile) {
   EXPECT_EQ(*BlockDeviceSize(*first), 8 << 20);
 }
 
+// A DaemonSet upgrade replaces the csi-loopback container that attached a device; the kernel
+// then names the device's file only by its path within the container's (gone) mount.
+TEST_F(LoopDeviceTest, FoundAfterTheMountItWasAttachedThroughIsGone) {
+  const std::string mount_point = dir_ + "/mnt";
+  ASSERT_TRUE(boost::filesystem::create_directory(mount_point));
+  const std::string attach = "unshare -m --propagation private sh -c 'mount --bind " + dir_ + " " +
+                             mount_point + " && losetup -f " + mount_point +
+                             "/disk.img' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(attach.c_str()), 0);
+  StatusOr<std::vector<std::string>> found = LoopDevicesFor(file_);
+  ASSERT_TRUE(found.ok());
+  ASSERT_EQ(found->size(), 1u) << "the device attached through the gone mount is not found";
+  StatusOr<std::string> again = AttachLoopDevice(file_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, found->front()) << "a second device for the same file";
+  ASSERT_TRUE(DetachLoopDevices(file_).ok());
+  EXPECT_TRUE(LoopDevicesFor(file_)->empty());
+}
+
 TEST_F(LoopDeviceTest, RefreshPicksUpAGrownFile) {
   StatusOr<std::string> device = AttachLoopDevice(file_);
   ASSERT_TRUE(device.ok());

@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -35,7 +36,15 @@ std::string SocketPathOf(const std::string& endpoint) {
 }
 
 // A socket left by a previous run makes bind() fail; anything else at that path is not ours.
-Status RemoveStaleSocket(const std::string& path) {
+// Makes the socket's directory (a DaemonSet that mounts all of the kubelet root, as
+// deploy/kubernetes does, has no hostPath that creates plugins/<driver>/ for us) and removes a
+// socket left by a previous run.
+Status PrepareSocketPath(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+  if (error) {
+    return Internal("cannot create the directory of socket " + path + ": " + error.message());
+  }
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
   if (!S_ISSOCK(st.st_mode)) {
@@ -137,9 +146,9 @@ int Run(int argc, char** argv) {
     return 1;
   }
   for (const std::string& socket_path : socket_paths) {
-    Status removed = RemoveStaleSocket(socket_path);
-    if (!removed.ok()) {
-      spdlog::error("{}", removed.ToString());
+    Status prepared = PrepareSocketPath(socket_path);
+    if (!prepared.ok()) {
+      spdlog::error("{}", prepared.ToString());
       return 1;
     }
   }

@@ -37,6 +37,22 @@ KUBELET_SYSCTLS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/
                    "kernel/panic_on_oops": "1"}
 
 
+# A kubeadm node's own paths, for suites that apply deploy/'s manifests unchanged (their hostPath
+# volumes name these); see Cluster(host_paths=...).
+KUBEADM_PATHS = {"kubelet_root": "/var/lib/kubelet",
+                 "plugin_dir": "/usr/libexec/kubernetes/kubelet-plugins/volume/exec",
+                 "controller_plugin_dir": "/usr/libexec/kubernetes/controller-plugins/volume/exec"}
+
+# With pod_network, pods get addresses of their own (CNI bridge) in the suite's private network
+# namespace, from the benchmarking range (RFC 2544); nothing outside that namespace sees them.
+POD_SUBNET = "198.18.0.0/24"
+SERVICE_RANGE = "198.51.100.0/24"
+# The `kubernetes` Service's cluster IP (the range's first address). There is no kube-proxy: with
+# pod_network this address is put on the namespace's loopback and the API server listens on it,
+# port 443, so in-cluster clients reach the API as on a real cluster.
+SERVICE_IP = "198.51.100.1"
+CNI_BIN = "/usr/lib/cni"  # Debian's containernetworking-plugins
+
 PR_SET_CHILD_SUBREAPER = 36
 KEPT_MARKER = ".kept"  # a --keep dir: the next harness's sweep leaves its files for reading
 
@@ -95,7 +111,16 @@ class Process:
 
 
 class Cluster:
-    def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False):
+    """host_paths: absolute paths the node uses as a real node would (KUBEADM_PATHS' values for
+    kubelet's root and plugin dirs, and the hostPath folders of the pods a suite runs). Each is
+    a folder under the temp dir bind-mounted at that path in our namespace only; a path the host
+    lacks is created for the mount and removed at teardown.
+
+    pod_network: pods that are not hostNetwork get an address on a CNI bridge, and reach the API
+    server at the `kubernetes` Service's address; needs a private network namespace."""
+
+    def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
+                 pod_network=False):
         self.bin = assets_bin
         self.node_name = node_name
         self.keep = keep
@@ -105,6 +130,16 @@ class Cluster:
         # kubelet's --volume-plugin-dir and kube-controller-manager's --flex-volume-plugin-dir
         self.plugin_dir = os.path.join(self.dir, "flexvolume", "kubelet")
         self.controller_plugin_dir = os.path.join(self.dir, "flexvolume", "controller")
+        self.pod_network = pod_network
+        # where containerd (pods' network namespaces) and the CNI plugins keep their files
+        # kubelet writes containers' logs under /var/log whatever its root dir; containerd (pods'
+        # network namespaces) and the CNI plugins use fixed paths too.
+        self.host_paths = (list(host_paths) + ["/var/log/pods", "/var/log/containers"]
+                           + (["/run/netns", "/var/lib/cni"] if pod_network else []))
+        for attr, path in KUBEADM_PATHS.items():
+            if path in self.host_paths:
+                setattr(self, attr, path)
+        self.created_host_dirs = []  # made on the host for a bind mount; removed at teardown
         self.containerd_socket = os.path.join(self.dir, "containerd", "containerd.sock")
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
         self.procs = {}
@@ -131,10 +166,14 @@ class Cluster:
         sweep_stale_clusters()
         for d in (self.logs, self.kubelet_root, self.plugin_dir, self.controller_plugin_dir,
                   os.path.dirname(self.containerd_socket)):
-            os.makedirs(d, exist_ok=True)
+            if d not in self.host_paths:  # those are made by _private_host_paths
+                os.makedirs(d, exist_ok=True)
         namespace.make_rshared_root()
         become_subreaper()
         self._private_files()
+        self._private_host_paths()
+        if self.pod_network:
+            self._private_network()
         self.cgroups = cgroups.ClusterCgroups()
         self.cgroups.create()
         self.cgroups.join()
@@ -171,8 +210,15 @@ class Cluster:
             reap_orphans()
             self.cgroups.leave()
         left += namespace.unmount_below(self.dir)
-        for target in ["/run/containerd", "/etc/hosts"] + ["/proc/sys/" + k for k in KUBELET_SYSCTLS]:
+        for target in (["/run/containerd", "/etc/hosts"] + self.host_paths
+                       + ["/proc/sys/" + k for k in KUBELET_SYSCTLS]):
             left += namespace.unmount_below(target)
+        for created in reversed(self.created_host_dirs):
+            try:
+                os.rmdir(created)
+            except OSError:
+                left.append("directory " + created)
+        self.created_host_dirs = []
         if self.created_run_containerd:
             try:
                 os.rmdir("/run/containerd")
@@ -180,6 +226,8 @@ class Cluster:
                 left.append("directory /run/containerd")
             self.created_run_containerd = False
         left += namespace.detach_loop_devices_below(self.dir + "/")
+        # A pod's loop devices name their files by the pod's path, not ours.
+        left += namespace.detach_loop_devices_of_files_below(os.path.join(self.dir, "host"))
         if self.cgroups is not None:
             left += ["cgroup " + d for d in self.cgroups.remove()]
             self.cgroups = None
@@ -242,11 +290,35 @@ class Cluster:
                 f.write(value + "\n")
             namespace.bind(path, "/proc/sys/" + key)
 
+    def _private_network(self):
+        if not namespace.in_private_network_namespace():
+            raise ClusterError("pod_network needs a private network namespace "
+                               "(clustertest.main(pod_network=True) runs the suite in one)")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        # kubelet sets the node's addresses only when its --node-ip is on an interface; the
+        # API server reaches kubelet (exec, logs) through those addresses.
+        for address in (SERVICE_IP, NODE_IP):
+            subprocess.run(["ip", "addr", "add", address + "/32", "dev", "lo"], check=True)
+
+    def _private_host_paths(self):
+        for path in self.host_paths:
+            backing = os.path.join(self.dir, "host", path.lstrip("/"))
+            os.makedirs(backing, exist_ok=True)
+            missing = []
+            parent = path
+            while not os.path.exists(parent):
+                missing.append(parent)
+                parent = os.path.dirname(parent)
+            os.makedirs(path, exist_ok=True)
+            self.created_host_dirs += reversed(missing)  # outermost first; removed in reverse
+            namespace.bind(backing, path)
+
     def _pki(self):
         self.pki = pki.ClusterPki(os.path.join(self.dir, "pki"))
         self.ca = self.pki.path("ca.crt")
-        self.server_cert = self.pki.leaf("apiserver", "kube-apiserver", dns=["localhost"],
-                                         ips=["127.0.0.1"], server=True)
+        self.server_cert = self.pki.leaf("apiserver", "kube-apiserver",
+                                         dns=["localhost", "kubernetes.default.svc"],
+                                         ips=["127.0.0.1", SERVICE_IP], server=True)
         self.admin_cert = self.pki.leaf("admin", "admin", "system:masters")
         # kubelet as the node authorizer expects it; the API server's own client cert to kubelet
         self.kubelet_cert = self.pki.leaf("kubelet", "system:node:" + self.node_name,
@@ -291,15 +363,17 @@ class Cluster:
             return [json.loads(line) for line in f if line.strip()]
 
     def _start_apiserver(self):
-        port = free_port()
+        # With pod_network, where pods' in-cluster configuration points (the Service's address
+        # and port); it is on the private namespace's loopback, seen by nothing else.
+        address, port = (SERVICE_IP, 443) if self.pod_network else ("127.0.0.1", free_port())
         self.audit_log = os.path.join(self.logs, "audit.log")
-        self.server = "https://127.0.0.1:%d" % port
+        self.server = "https://%s:%d" % (address, port)
         crt, key = self.server_cert
         kcrt, kkey = self.apiserver_kubelet_cert
         self._run("kube-apiserver", [
             os.path.join(self.bin, "kube-apiserver"),
             "--etcd-servers", self.etcd_url,
-            "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--bind-address", address, "--secure-port", str(port),
             "--advertise-address", "192.0.2.1",
             # the kubernetes Service's endpoint would be the advertised address: no reconciler
             "--endpoint-reconciler-type", "none",
@@ -308,7 +382,7 @@ class Cluster:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", self.pki.path("sa.pub"),
             "--service-account-signing-key-file", self.pki.path("sa.key"),
-            "--service-cluster-ip-range", "198.51.100.0/24",
+            "--service-cluster-ip-range", SERVICE_RANGE,
             "--authorization-mode", "Node,RBAC",
             "--enable-admission-plugins", "NodeRestriction",
             "--allow-privileged=true",
@@ -356,11 +430,19 @@ class Cluster:
         namespace.mount_tmpfs("/run/containerd")
         cni = os.path.join(base, "cni")
         os.makedirs(os.path.join(cni, "bin"), exist_ok=True)
-        # No CNI: every pod uses hostNetwork. A loadable network config still has to exist,
-        # or the runtime reports its network not ready and the node never becomes Ready.
-        with open(os.path.join(cni, "10-unused.conflist"), "w") as f:
-            json.dump({"cniVersion": "0.4.0", "name": "unused",
-                       "plugins": [{"type": "loopback"}]}, f)
+        if self.pod_network:
+            cni_bin = CNI_BIN
+            network = {"cniVersion": "0.4.0", "name": "flexcsi-pods", "plugins": [
+                {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False,
+                 "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]],
+                          "routes": [{"dst": "0.0.0.0/0"}]}}]}
+        else:
+            # No CNI: every pod uses hostNetwork. A loadable network config still has to exist,
+            # or the runtime reports its network not ready and the node never becomes Ready.
+            cni_bin = os.path.join(cni, "bin")
+            network = {"cniVersion": "0.4.0", "name": "unused", "plugins": [{"type": "loopback"}]}
+        with open(os.path.join(cni, "10-pods.conflist"), "w") as f:
+            json.dump(network, f)
         config = os.path.join(base, "config.toml")
         with open(config, "w") as f:
             f.write("""version = 2
@@ -380,8 +462,8 @@ state = "/run/containerd/state"
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
     conf_dir = "{cni}"
-    bin_dir = "{cni}/bin"
-""".format(base=base, sock=self.containerd_socket, pause=images.PAUSE, cni=cni))
+    bin_dir = "{cni_bin}"
+""".format(base=base, sock=self.containerd_socket, pause=images.PAUSE, cni=cni, cni_bin=cni_bin))
         self._run("containerd", ["containerd", "--config", config, "--log-level", "warn"])
 
     def _import_images(self):

@@ -24,9 +24,11 @@ def build_dir():
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
 
 
-def main():
+def main(pod_network=False, failfast=False):
     """Skips with one line (exit 77) without assets; otherwise re-runs itself in a private
-    mount namespace and runs the module's tests."""
+    mount namespace (and, for a suite whose pods use the pod network, a private network
+    namespace) and runs the module's tests; failfast for suites whose tests are steps of one
+    story."""
     try:
         bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
                                 or os.path.join(build_dir(), "kube-assets"))
@@ -34,17 +36,17 @@ def main():
         print("SKIP: " + str(e), flush=True)
         sys.exit(SKIP)
     if not namespace.in_private_mount_namespace():
-        os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.executable,
-                              *sys.argv])
+        os.execvp("unshare", ["unshare", "-m", *(["-n"] if pod_network else []),
+                              "--propagation", "private", sys.executable, *sys.argv])
     os.environ["FLEXCSI_KUBE_BIN"] = bin_dir
-    unittest.main(module="__main__", verbosity=2)
+    unittest.main(module="__main__", verbosity=2, failfast=failfast)
 
 
-def start_cluster():
-    """For setUpModule: one cluster for the module's tests."""
+def start_cluster(**options):
+    """For setUpModule: one cluster for the module's tests (options: see Cluster)."""
     global CLUSTER
     CLUSTER = kube_cluster.Cluster(os.environ["FLEXCSI_KUBE_BIN"],
-                                   keep=bool(os.environ.get("FLEXCSI_KEEP_TEST_DIR")))
+                                   keep=bool(os.environ.get("FLEXCSI_KEEP_TEST_DIR")), **options)
     CLUSTER.start()
     print("\ncluster up in %.1f s" % CLUSTER.timings["up"], flush=True)
     return CLUSTER

@@ -4,19 +4,27 @@ import os
 import subprocess
 
 
-def _mnt_ns(pid):
+def _ns(kind, pid):
     try:
-        return os.readlink("/proc/%s/ns/mnt" % pid)
+        return os.readlink("/proc/%s/ns/%s" % (pid, kind))
     except OSError:
         return None
 
 
-def in_private_mount_namespace():
-    """True when this process's mount namespace is not the host's (PID 1's, or where that is
+def _in_private(kind):
+    """True when this process's `kind` namespace is not the host's (PID 1's, or where that is
     unreadable, the parent's: ctest or the shell that ran unshare)."""
-    own = _mnt_ns("self")
-    host = _mnt_ns(1) or _mnt_ns(os.getppid())
+    own = _ns(kind, "self")
+    host = _ns(kind, 1) or _ns(kind, os.getppid())
     return own is not None and host is not None and own != host
+
+
+def in_private_mount_namespace():
+    return _in_private("mnt")
+
+
+def in_private_network_namespace():
+    return _in_private("net")
 
 
 def _mount(*args):
@@ -80,6 +88,32 @@ def loop_devices():
         if len(parts) == 2:
             out.append((parts[0], _unescape(parts[1]).strip()))
     return out
+
+
+def loop_devices_of_files_below(directory):
+    """Loop devices bound to a file below `directory`, compared by device and inode: a device a
+    pod attached names its file by the pod's path, or once that pod's mount is gone, by the path
+    within it."""
+    files = set()
+    for root, _, names in os.walk(directory):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            files.add(("%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), str(st.st_ino)))
+    r = subprocess.run(["losetup", "--list", "--noheadings", "--raw", "--output",
+                        "NAME,BACK-MAJ:MIN,BACK-INO"], capture_output=True, text=True)
+    rows = [line.split() for line in r.stdout.splitlines()]
+    return [row[0] for row in rows if len(row) == 3 and (row[1], row[2]) in files]
+
+
+def detach_loop_devices_of_files_below(directory):
+    """Detaches loop_devices_of_files_below(directory); returns those that stayed."""
+    for device in loop_devices_of_files_below(directory):
+        subprocess.run(["losetup", "--detach", device], capture_output=True)
+    return ["loop device %s (a file below %s)" % (d, directory)
+            for d in loop_devices_of_files_below(directory)]
 
 
 def detach_loop_devices_below(prefix):

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""deploy/ as a user applies it, on a real Kubernetes v1.24 whose node has a kubeadm node's
+paths and a pod network (CNI bridge), with the container image tests/deploy/build_test_image.sh
+built (scripts/build-image.sh) imported into the node's containerd:
+
+1. `kubectl apply -k` of the test overlay (deploy/kubernetes/overlays/loopback-provisioner with
+   the image reference changed): both DaemonSets and the provisioner come up, flexexec lands in
+   kubelet's and kube-controller-manager's plugin dirs
+2. a claim of StorageClass flexcsi-loopback is provisioned by flexcsi-controller; a pod writes
+   to it through kubelet's FlexVolume plugin, the node bridge and csi-loopback
+3. the node DaemonSet is rolled to a new image tag while the pod writes: no write fails, the
+   pod keeps its mount, the new bridge finds its records
+4. the pod is deleted and its volume torn down (unmounted, detached, no record), the claim
+   deleted and its PV with it
+5. bad deployments fail loudly: a wrong kubelet root or plugin dir, a bridge configuration
+   that does not parse, a CSI endpoint that is not there
+6. `kubectl delete -k`: nothing left but what docs/operations.md says stays
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clustertest  # noqa: E402
+from clustertest import apply, exec_in, get, wait_for  # noqa: E402
+from cluster import KUBEADM_PATHS  # noqa: E402
+import namespace  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INSTALL = os.path.join(HERE, "deploy", "install")
+UPGRADE = os.path.join(HERE, "deploy", "upgrade")
+IMAGE = "localhost/flexcsi:0.1.0"
+UPGRADE_IMAGE = "localhost/flexcsi:0.1.0-upgrade"
+NS = "flexcsi"
+APP = "deploy-app"
+FLEX_DRIVER_DIR = "flexcsi~loopback"
+# Host paths of deploy/'s pods (their hostPath volumes), private to the suite's namespace.
+FLEXCSI_HOST_DIRS = ["/run/flexcsi", "/var/lib/flexcsi", "/var/lib/flexcsi-loopback"]
+STATE_DB = "/var/lib/flexcsi/state.db"
+LOOPBACK_STATE = "/var/lib/flexcsi-loopback"
+FIGURES = {}
+
+
+def image_archive():
+    return os.environ.get("FLEXCSI_IMAGE_ARCHIVE") or os.path.join(
+        clustertest.build_dir(), "image", "flexcsi-image.tar")
+
+
+def setUpModule():
+    archive = image_archive()
+    if not os.path.isfile(archive):
+        raise AssertionError("no image archive at %s: run tests/deploy/build_test_image.sh "
+                             "(ctest runs it as deploy_test_image)" % archive)
+    c = clustertest.start_cluster(host_paths=list(KUBEADM_PATHS.values()) + FLEXCSI_HOST_DIRS,
+                                  pod_network=True)
+    began = time.monotonic()
+    c.import_image(archive)
+    # The upgrade's tag: what an operator's `ctr images import` of the next release adds.
+    subprocess.run(["ctr", "--address", c.containerd_socket, "-n", "k8s.io", "images", "tag",
+                    IMAGE, UPGRADE_IMAGE], check=True, stdout=subprocess.DEVNULL)
+    FIGURES["image import"] = "%.1f s" % (time.monotonic() - began)
+    # What kubeadm gives its control-plane node; the controller side's pods select it.
+    c.kubectl("label", "node", c.node_name, "node-role.kubernetes.io/control-plane=")
+
+
+def tearDownModule():
+    for k, v in FIGURES.items():
+        print("figure: %s: %s" % (k, v), flush=True)
+    clustertest.stop_cluster()
+
+
+def kubectl(*args, **kw):
+    return clustertest.CLUSTER.kubectl(*args, **kw)
+
+
+def rolled_out(kind, name, image=None):
+    """The workload's newest generation is observed, every replica updated and ready, and
+    (when given) running `image`."""
+    obj = get(kind, name, NS)
+    if not obj or obj["status"].get("observedGeneration") != obj["metadata"]["generation"]:
+        return False
+    st = obj["status"]
+    if kind == "daemonset":
+        done = (st.get("desiredNumberScheduled", 0) > 0
+                and st.get("updatedNumberScheduled") == st["desiredNumberScheduled"]
+                and st.get("numberReady") == st["desiredNumberScheduled"]
+                and st.get("numberUnavailable", 0) == 0)
+    else:
+        done = (st.get("updatedReplicas") == obj["spec"]["replicas"]
+                and st.get("availableReplicas") == obj["spec"]["replicas"])
+    if done and image:
+        done = all(ct["image"] == image for ct in obj["spec"]["template"]["spec"]["containers"])
+    return done
+
+
+def node_pod():
+    live = [p for p in pods_of(NODE_PODS) if not p["metadata"].get("deletionTimestamp")]
+    return max(live, key=lambda p: p["metadata"]["creationTimestamp"]) if live else None
+
+
+def bridge(*command, check=True):
+    """Runs a command in the node bridge container, as docs/operations.md shows."""
+    return exec_in(NS, node_pod()["metadata"]["name"], *command, container="bridge", check=check)
+
+
+def records():
+    """Every record in the node bridge's state database (read from the host path)."""
+    if not os.path.exists(STATE_DB):
+        return []
+    db = sqlite3.connect("file:%s?mode=ro" % STATE_DB, uri=True)
+    try:
+        return [(table,) + row for table in ("attachments", "stagings", "publications")
+                for row in db.execute("SELECT volume_name, state FROM " + table)]
+    finally:
+        db.close()
+
+
+def flexcsi_mounts():
+    root = KUBEADM_PATHS["kubelet_root"] + "/"
+    return [m for m in namespace.mount_points()
+            if m.startswith(root) and ("flexcsi" in m or "loopback" in m)]
+
+
+def loop_devices():
+    return namespace.loop_devices_of_files_below(LOOPBACK_STATE)
+
+
+NODE_PODS = "app.kubernetes.io/component=node"
+
+
+def pods_of(selector):
+    return clustertest.CLUSTER.kubectl_json("get", "pods", "-n", NS, "-l", selector)["items"]
+
+
+def pod_events_of(selector):
+    return "\n".join(clustertest.pod_events(NS, p["metadata"]["name"]) for p in pods_of(selector))
+
+
+def daemonset_copy(ds, case, volume, path):
+    """flexcsi-node as deployed, under another name and selector, with `volume`'s hostPath at
+    `path`."""
+    labels = {"flexcsi-test-case": case}
+    spec = json.loads(json.dumps(ds["spec"]))
+    spec["selector"] = {"matchLabels": labels}
+    spec["template"]["metadata"]["labels"] = labels
+    for v in spec["template"]["spec"]["volumes"]:
+        if v["name"] == volume:
+            v["hostPath"]["path"] = path
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "flexcsi-node-typo-" + case, "namespace": NS}, "spec": spec}
+
+
+class DeploySuite(unittest.TestCase):
+
+    def test_1_install(self):
+        began = time.monotonic()
+        out = kubectl("apply", "-k", INSTALL)
+        self.assertIn("daemonset.apps/flexcsi-node", out)
+        wait_for("flexcsi-node rolled out", lambda: rolled_out("daemonset", "flexcsi-node"), 180)
+        wait_for("flexcsi-controller rolled out",
+                 lambda: rolled_out("daemonset", "flexcsi-controller"), 120)
+        wait_for("flexcsi-provisioner available",
+                 lambda: rolled_out("deployment", "flexcsi-provisioner"), 120)
+        FIGURES["install to Ready"] = "%.1f s" % (time.monotonic() - began)
+        for key in ("plugin_dir", "controller_plugin_dir"):
+            exe = os.path.join(KUBEADM_PATHS[key], FLEX_DRIVER_DIR, "loopback")
+            self.assertTrue(os.path.isfile(exe) and os.access(exe, os.X_OK), exe)
+        # The node bridge registered the driver with its token and the downward-API node name.
+        wait_for("the driver's topology label on the node", lambda: "topology.loopback.csi."
+                 "flexcsi.io/node" in get("node", clustertest.CLUSTER.node_name)["metadata"][
+                     "labels"], 60)
+        report = bridge("flexcsi", "doctor")
+        self.assertNotIn("FAIL", report)
+
+    def test_2_provisioned_claim_pod_writes(self):
+        apply([clustertest.namespace_object(APP),
+               {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data", "namespace": APP},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "flexcsi-loopback",
+                         "resources": {"requests": {"storage": "64Mi"}}}},
+               writer_pod()])
+        clustertest.wait_pod_running(APP, "writer", 180)
+        pv = get("pvc", "data", APP)["spec"]["volumeName"]
+        self.assertIn("flexVolume", get("pv", pv)["spec"])
+        wait_for("the writer's first lines", lambda: len(read_log()) >= 5, 30)
+        self.assertTrue(any(r[0] == "publications" for r in records()), records())
+
+    def test_3_rolling_upgrade_keeps_the_mount(self):
+        pod = get("pod", "writer", APP)
+        before = read_log()
+        old_bridge = node_pod()["metadata"]["name"]
+        began = time.monotonic()
+        kubectl("apply", "-k", UPGRADE)
+        wait_for("flexcsi-node rolled to the new tag",
+                 lambda: rolled_out("daemonset", "flexcsi-node", UPGRADE_IMAGE), 180)
+        FIGURES["node DaemonSet rollout"] = "%.1f s" % (time.monotonic() - began)
+        rolled_at = len(read_log())
+        wait_for("writes after the rollout", lambda: len(read_log()) >= rolled_at + 10, 30)
+        self.assertNotEqual(node_pod()["metadata"]["name"], old_bridge)
+        after = get("pod", "writer", APP)
+        self.assertEqual(after["metadata"]["uid"], pod["metadata"]["uid"])
+        self.assertEqual(after["status"]["containerStatuses"][0]["restartCount"], 0)
+        lines = read_log()
+        seq = [int(line.split()[0]) for line in lines]
+        self.assertEqual(seq, list(range(1, len(seq) + 1)), "a write is missing")
+        stamps = [float(line.split()[1]) for line in lines]
+        gap = max(b - a for a, b in zip(stamps, stamps[1:]))
+        FIGURES["writes"] = "%d before the rollout, %d in all, longest gap %.2f s" % (
+            len(before), len(lines), gap)
+        self.assertLess(gap, 5, "the writer stalled")
+        log = kubectl("logs", "-n", APP, "writer")
+        self.assertNotIn("FAILED", log)
+        # The new bridge found the records the old one wrote.
+        state = json.loads(bridge("flexcsi", "state", "-o", "json"))
+        self.assertIn(get("pvc", "data", APP)["spec"]["volumeName"], json.dumps(state))
+
+    def test_4_pod_deleted_volume_torn_down(self):
+        pv = get("pvc", "data", APP)["spec"]["volumeName"]
+        clustertest.delete_and_wait("pod", "writer", APP)
+        wait_for("the volume unmounted and detached, no record", lambda: not flexcsi_mounts()
+                 and not records() and not get("node", clustertest.CLUSTER.node_name)[
+                     "status"].get("volumesAttached"), 120)
+        clustertest.delete_and_wait("pvc", "data", APP)
+        wait_for("the provisioned PV deleted", lambda: get("pv", pv) is None, 120)
+        self.assertEqual(loop_devices(), [])
+
+    def test_5_bad_deployments_fail_loudly(self):
+        ds = get("daemonset", "flexcsi-node", NS)
+        volumes = [v["name"] for v in ds["spec"]["template"]["spec"]["volumes"]]
+
+        # A wrong kubelet root or plugin dir: copies of the DaemonSet beside it. Their pods
+        # never start a container; kubelet holds a pod whose volumes fail for two minutes before
+        # it lets it go, so the real DaemonSet is not rolled through them.
+        typos = {"root": ("kubelet-dir", "/var/lib/kubelet-typo"),
+                 "plugins": ("flexvolume-dir", KUBEADM_PATHS["plugin_dir"] + "-typo")}
+        for case, (volume, path) in typos.items():
+            apply(daemonset_copy(ds, case, volume, path))
+        for case, (volume, path) in typos.items():
+            wait_for("an event naming %s" % path,
+                     lambda: path in pod_events_of("flexcsi-test-case=" + case), 90)
+            self.assertFalse(any(ready(p) for p in pods_of("flexcsi-test-case=" + case)))
+        self.assertFalse(os.path.exists(typos["plugins"][1]), "installed where kubelet never looks")
+        for case in typos:
+            kubectl("delete", "daemonset", "-n", NS, "flexcsi-node-typo-" + case, "--wait=false")
+            kubectl("delete", "pods", "-n", NS, "-l", "flexcsi-test-case=" + case, "--force",
+                    "--grace-period=0", "--wait=false")
+
+        # A bridge configuration that does not parse, then one whose CSI endpoint is not there:
+        # the DaemonSet itself, rolled to each (test 6 applies the install again).
+        good = get("configmap", ds["spec"]["template"]["spec"]["volumes"][
+            volumes.index("config")]["configMap"]["name"], NS)["data"]["bridge.yaml"]
+        apply([{"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "unparsable", "namespace": NS},
+                "data": {"bridge.yaml": good.replace("drivers:", "drivers: [")}},
+               {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "no-driver-socket", "namespace": NS},
+                "data": {"bridge.yaml": good.replace("plugins/loopback.csi.flexcsi.io/csi.sock",
+                                                     "plugins/typo.csi.flexcsi.io/csi.sock")}}])
+
+        def use_config(name):
+            kubectl("patch", "daemonset", "flexcsi-node", "-n", NS, "--type", "json", "-p",
+                    json.dumps([{"op": "replace", "path": "/spec/template/spec/volumes/%d/"
+                                 "configMap/name" % volumes.index("config"), "value": name}]))
+
+        use_config("unparsable")
+        wait_for("install-driver to name the parse error",
+                 lambda: "bridge.yaml" in install_driver_log(), 90)
+        self.assertFalse(ready(node_pod()))
+        print("\n  unparsable: " + install_driver_log().strip().splitlines()[-1], flush=True)
+
+        use_config("no-driver-socket")
+        wait_for("a bridge that runs but is not Ready", lambda: running_not_ready(node_pod()), 90)
+        wait_for("the readiness probe's event",
+                 lambda: "Readiness probe failed" in pod_events_of(NODE_PODS), 30)
+        self.assertTrue(running_not_ready(node_pod()))
+        report = bridge("flexcsi", "doctor", check=False)
+        self.assertIn("typo.csi.flexcsi.io", report)
+        self.assertIn("FAIL", report)
+
+    def test_6_delete_leaves_what_docs_say(self):
+        kubectl("apply", "-k", INSTALL)
+        kubectl("delete", "-k", INSTALL, "--wait=true", timeout=180)
+        wait_for("namespace flexcsi gone", lambda: get("namespace", NS) is None, 120)
+        clustertest.delete_and_wait("namespace", APP)
+        # Documented to stay (docs/operations.md, "Uninstall"): the executables in the plugin
+        # dirs, the state database (empty) and csi-loopback's volume files.
+        left = sorted(os.listdir(os.path.join(KUBEADM_PATHS["plugin_dir"], FLEX_DRIVER_DIR)))
+        FIGURES["left in kubelet's plugin dir"] = left
+        self.assertEqual(records(), [])
+        self.assertEqual(flexcsi_mounts(), [])
+        self.assertEqual(loop_devices(), [])
+
+
+def writer_pod():
+    """Appends a numbered line with the time (the machine's uptime, to 10 ms: busybox's date
+    has no fractions) every 0.2 s; a failed write is logged, not fatal."""
+    script = ('i=0; while true; do i=$((i+1)); '
+              'echo "$i $(cut -d" " -f1 /proc/uptime)" >> /data/log || echo "FAILED write $i"; '
+              'sleep 0.2; done')
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "writer", "namespace": APP},
+            "spec": {"terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "main", "image": clustertest.BUSYBOX,
+                                     "imagePullPolicy": "Never", "command": ["sh", "-c", script],
+                                     "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                     "volumes": [{"name": "data",
+                                  "persistentVolumeClaim": {"claimName": "data"}}]}}
+
+
+def read_log():
+    return exec_in(APP, "writer", "cat", "/data/log").splitlines()
+
+
+def ready(pod):
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod.get("status", {}).get("conditions", []))
+
+
+def running_not_ready(pod):
+    statuses = {c["name"]: c for c in pod["status"].get("containerStatuses", [])}
+    return ("running" in statuses.get("bridge", {}).get("state", {}) and not ready(pod))
+
+
+def install_driver_log():
+    return kubectl("logs", "-n", NS, node_pod()["metadata"]["name"], "-c", "install-driver",
+                   check=False)
+
+
+if __name__ == "__main__":
+    clustertest.main(pod_network=True, failfast=True)

@@ -34,7 +34,7 @@ done
 need() {
   command -v "$1" >/dev/null 2>&1 && return
   echo "build-image: $1 is not installed; on Debian 12: apt-get install $1" >&2
-  echo "  (or, with a registry and docker: docker build -f deploy/docker/Dockerfile -t $tag .)" >&2
+  echo "  (or, with a registry and docker: docker build -f deploy/docker/Dockerfile -t flexcsi:$version .)" >&2
   exit 2
 }
 need podman

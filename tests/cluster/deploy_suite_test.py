@@ -196,6 +196,7 @@ class DeploySuite(unittest.TestCase):
         self.assertIn("flexVolume", get("pv", pv)["spec"])
         wait_for("the writer's first lines", lambda: len(read_log()) >= 5, 30)
         self.assertTrue(any(r[0] == "publications" for r in records()), records())
+        self.assertTrue(loop_devices(), "the volume's loop device is not found by its file")
         # The overlay's own demo: its claim provisioned too, its pod writes the date.
         clustertest.wait_pod_running(DEMO, DEMO, 120)
         self.assertRegex(kubectl("logs", "-n", DEMO, DEMO), r"\d{2}:\d{2}:\d{2}")

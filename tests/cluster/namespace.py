@@ -104,7 +104,8 @@ def loop_devices_of_files_below(directory):
             files.add(("%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)), str(st.st_ino)))
     r = subprocess.run(["losetup", "--list", "--noheadings", "--raw", "--output",
                         "NAME,BACK-MAJ:MIN,BACK-INO"], capture_output=True, text=True)
-    rows = [line.split() for line in r.stdout.splitlines()]
+    # --raw still pads MAJ:MIN, with the blanks written as \x20
+    rows = [line.replace("\\x20", "").split() for line in r.stdout.splitlines()]
     return [row[0] for row in rows if len(row) == 3 and (row[1], row[2]) in files]
 
 

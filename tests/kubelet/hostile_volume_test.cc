@@ -206,8 +206,8 @@ std::string RunCli(const std::string& args) {
 }
 #endif
 
-// Secrets go to the driver on mount and nowhere else: not into the bridge's log, its state
-// database, its metrics, bridge.state (`flexcsi state`) or bridge.health (`flexcsi doctor`),
+// Secrets go to the driver on mount and nowhere else: not into the bridge's log, the replies
+// kubelet reads (pod events show their messages), its state database, its metrics, bridge.state (`flexcsi state`) or bridge.health (`flexcsi doctor`),
 // neither on the successful path nor on the failing ones.
 TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   EnvOptions options = NotAttachable();
@@ -224,11 +224,15 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   v.secret = {{"password", secrets[0]}, {"token", secrets[1]}};
   PodInfo pod = env.Pod("secret-0");
   ASSERT_DRIVER_OK(env.caller().SetUp(v, pod));
-  // Failing mounts with the same secrets: unknown and over-long volume IDs, a bad option.
+  // Failing mounts with the same secrets: unknown and over-long volume IDs, a bad option. What
+  // kubelet reads from each (and shows in the pod's events) is checked below too.
+  std::string replies;
   for (const std::string& bad : {std::string("no-such-volume"), std::string(5000, 'b')}) {
     FlexVolumeSource h = env.VolumeSource("pv-bad-" + std::to_string(bad.size()), bad);
     h.secret = v.secret;
-    EXPECT_FALSE(env.caller().SetUp(h, env.Pod("secret-bad")).success());
+    DriverResult failed = env.caller().SetUp(h, env.Pod("secret-bad"));
+    EXPECT_FALSE(failed.success());
+    replies += failed.output;
   }
   FlexVolumeSource ro = v;
   ro.volume_name = "pv-bad-rw";
@@ -237,7 +241,9 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   options_json.replace(options_json.find("\"kubernetes.io/readwrite\":\"rw\""),
                        std::string("\"kubernetes.io/readwrite\":\"rw\"").size(),
                        "\"kubernetes.io/readwrite\":\"sideways\"");
-  EXPECT_FALSE(env.caller().Exec({"mount", dir, options_json}).success());
+  DriverResult sideways = env.caller().Exec({"mount", dir, options_json});
+  EXPECT_FALSE(sideways.success());
+  replies += sideways.output;
 
   auto check = [&](const std::string& where, const std::string& text) {
     EXPECT_FALSE(text.empty()) << where << " is empty: the check would prove nothing";
@@ -247,6 +253,7 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
     }
   };
   check("bridge log", env.ReadBridgeLog());
+  check("the failing calls' replies to kubelet", replies);
   check("metrics", env.ScrapeMetrics());
   check("bridge.state", env.BridgeState().dump());
   check("bridge.health", env.BridgeHealth().dump());

@@ -85,7 +85,10 @@ nlohmann::json MakeBridgeReply(const nlohmann::json& flex_reply) {
 }
 
 std::string EncodeBridgeReplyFrame(const nlohmann::json& flex_reply) {
-  return EncodeFrame(MakeBridgeReply(flex_reply).dump());
+  // Messages may quote what a caller sent or a driver said, cut or not UTF-8 at all: written
+  // with U+FFFD in place of bad bytes, as flexexec prints replies, never thrown on.
+  return EncodeFrame(
+      MakeBridgeReply(flex_reply).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 StatusOr<nlohmann::json> FlexReplyFromBridgeReply(const nlohmann::json& envelope) {

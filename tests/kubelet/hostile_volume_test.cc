@@ -183,6 +183,32 @@ TEST_P(HostileVolumeIdTest, BridgeRefusesOverLongFieldsWithoutFlexexec) {
   ExpectNoRecordsAndNoRetries();
 }
 
+// Found by bridge_request_fuzz: a secret name of two-byte characters, too long, was cut inside a
+// character in the refusal's message, the reply then could not be encoded, and the exception in
+// the serving thread ended the bridge. flexexec refuses the same call itself, so only a caller
+// talking to the socket directly could do it; the bridge must answer it all the same.
+TEST_P(HostileVolumeIdTest, BridgeAnswersWhenItsMessageCutsAName) {
+  FlexVolumeSource v = env_->VolumeSource("inline-utf8", "vol-utf8");
+  std::string name = "ab";
+  for (int i = 0; i < 200; ++i) name += "\xc3\xa9";
+  v.secret = {{name, "x"}};
+  PodInfo pod = env_->Pod("utf8-0");
+  BridgeRequest req;
+  req.driver = kTestDriver;
+  req.call = "mount";
+  req.args = {env_->caller().PodVolumeDirFor(pod, v), MountOptionsJson(v, pod)};
+  req.timeout_ms = 20000;
+  auto reply =
+      CallBridge(env_->bridge_socket(), req, std::chrono::seconds(2), std::chrono::seconds(30));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ("Failure", reply->value("status", ""));
+  EXPECT_NE(std::string::npos, reply->value("message", "").find("the limit is 253 bytes"))
+      << reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string error;
+  EXPECT_TRUE(env_->BridgeHealth(&error).is_object()) << "the bridge is gone: " << error;
+  ExpectNoRecordsAndNoRetries();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shape, HostileVolumeIdTest,
     ::testing::Values(Shape{"Default", EnvOptions()}, Shape{"NoCsiAttach", NoCsiAttach()},

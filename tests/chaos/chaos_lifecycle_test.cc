@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "tests/kubelet/attachable_lifecycle.h"
@@ -78,6 +79,22 @@ struct World {
   int lifecycles = 0;
 };
 
+// The bridge's count of CSI RPCs that found the driver gone (UNAVAILABLE), by method: what a
+// kill of the driver cut short or made the bridge wait for.
+std::map<std::string, int64_t> UnavailableRpcs(const TestEnvironment& env) {
+  std::map<std::string, int64_t> counts;
+  std::istringstream metrics(env.ScrapeMetrics());
+  const std::string prefix = "flexcsi_csi_rpc_duration_seconds_count{";
+  for (std::string line; std::getline(metrics, line);) {
+    if (line.rfind(prefix, 0) != 0 || line.find("\"UNAVAILABLE\"") == std::string::npos) continue;
+    const size_t m = line.find("method=\"");
+    if (m == std::string::npos) continue;
+    const std::string method = line.substr(m + 8, line.find('"', m + 8) - m - 8);
+    counts[method] += std::atoll(line.substr(line.rfind(' ') + 1).c_str());
+  }
+  return counts;
+}
+
 // All four kinds of leftovers of one environment; empty when there are none.
 std::string Leftovers(const TestEnvironment& env) {
   std::string out;
@@ -112,6 +129,7 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
     o.csi_controller_attach = cell.csi_attach;
     o.csi_stage_unstage = cell.stage;
     o.csi_stage_without_mount = cell.stage_without_mount;
+    o.metrics = true;  // to see which kills of the driver the bridge felt
     World w{&cell, std::make_unique<TestEnvironment>(o), {}};
     ASSERT_TRUE(w.env->Start()) << cell.name;
     ASSERT_DRIVER_OK(w.env->caller().Init());
@@ -128,7 +146,8 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
                                                   Step::kUnmountPodA, Step::kUnmountPodB};
   std::map<std::string, int> kill_points;  // "target@step" -> kills
   std::map<Target, int> kills, failed_calls;
-  int mid_call_bridge = 0, retries = 0, calls = 0;
+  std::map<std::string, int> driver_rpcs_cut;  // CSI method -> driver kills it was hit by
+  int mid_call_bridge = 0, retries = 0, calls = 0, driver_kills_felt = 0;
 
   for (int cycle = 0; cycle < lifecycles; ++cycle) {
     World& world = worlds[std::uniform_int_distribution<size_t>(0, worlds.size() - 1)(rng)];
@@ -155,6 +174,8 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
       }
       DriverResult r;
       ++calls;
+      std::map<std::string, int64_t> unavailable_before;
+      if (target == Target::kDriver) unavailable_before = UnavailableRpcs(env);
       if (target == Target::kFlexexec) {
         env.caller().KillNextExecAfter(std::chrono::milliseconds(delay_ms));
         r = life.Run(step);
@@ -195,6 +216,16 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
         backoff_ms = std::min(backoff_ms * 2, 1000);
         r = life.Run(step);
       }
+      if (target == Target::kDriver) {
+        bool felt = false;
+        for (const auto& [method, count] : UnavailableRpcs(env)) {
+          if (count > unavailable_before[method]) {
+            felt = true;
+            ++driver_rpcs_cut[method];
+          }
+        }
+        if (felt) ++driver_kills_felt;
+      }
       ASSERT_TRUE(r.success()) << StepName(step) << " still failing after " << kMaxAttempts
                                << " attempts (" << TargetName(target) << " killed after "
                                << delay_ms << " ms): " << r.Describe();
@@ -221,7 +252,10 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
                           .c_str()
                     : "");
   }
-  std::printf("  kill points hit (%zu):", kill_points.size());
+  std::printf("  driver kills the bridge felt (an RPC answered UNAVAILABLE, then retried): %d;"
+              " by RPC:", driver_kills_felt);
+  for (const auto& [method, count] : driver_rpcs_cut) std::printf(" %s=%d", method.c_str(), count);
+  std::printf("\n  kill points hit (%zu):", kill_points.size());
   for (const auto& [point, count] : kill_points) std::printf(" %s=%d", point.c_str(), count);
   std::printf("\n");
 }

@@ -17,8 +17,7 @@ class Deadline {
   static constexpr std::chrono::hours kLongestBudget{24 * 366};
 
   static Deadline In(std::chrono::milliseconds budget) {
-    return Deadline(Clock::now() +
-                    std::min<std::chrono::milliseconds>(budget, kLongestBudget));
+    return Deadline(Clock::now() + std::min<std::chrono::milliseconds>(budget, kLongestBudget));
   }
   explicit Deadline(Clock::time_point at) : at_(at) {}
 

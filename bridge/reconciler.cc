@@ -114,8 +114,8 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   // publication uses was left by a bridge that died between the last unpublish and the unstage,
   // or between staging and publishing; kubelet will never call anything for it. Mounted or not,
   // it goes (kubelet's retried mount, if any, stages again).
-  const bool unused_own = r.owner == StagingOwner::kBridge && *users == 0 &&
-                          scope == ReconcileScope::kAllRecords;
+  const bool unused_own =
+      r.owner == StagingOwner::kBridge && *users == 0 && scope == ReconcileScope::kAllRecords;
   // A record-only staging of the bridge's own (attach:false) has nothing at its path to look
   // at: it is fine while publications use it, whatever the mount table says.
   const bool judged_by_mount = r.ExpectsMount() || r.phase != Phase::kDone;
@@ -136,7 +136,7 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   }
   if (*users > 0) return;  // publications are reconciled first; wait for them
   Status undone = UnstageVolume(ctx, r, Deadline::In(kRepairBudget));
-  const std::string why = unused_own         ? "the bridge's own, used by no publication"
+  const std::string why = unused_own        ? "the bridge's own, used by no publication"
                           : judged_by_mount ? "not mounted"
                                             : "no publication uses it";
   NoteRepair(ctx, "staging", key, undone,

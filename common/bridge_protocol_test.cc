@@ -28,8 +28,8 @@ TEST(BridgeProtocolTest, ReplyWithInvalidUtf8IsSentWithReplacementCharacters) {
 TEST(BridgeProtocolTest, ReplyFrameCarriesTheFlexReplyUnchanged) {
   nlohmann::json flex = FlexSuccess();
   flex["device"] = "flexcsi-pc1:e30";
-  auto reply = FlexReplyFromBridgeReply(
-      nlohmann::json::parse(PayloadOf(EncodeBridgeReplyFrame(flex))));
+  auto reply =
+      FlexReplyFromBridgeReply(nlohmann::json::parse(PayloadOf(EncodeBridgeReplyFrame(flex))));
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(flex, *reply);
 }

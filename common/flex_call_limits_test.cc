@@ -34,8 +34,8 @@ TEST(FlexCallLimitsTest, OrdinaryCallsPass) {
 TEST(FlexCallLimitsTest, LongNameIsCutBeforeACharacterNotInsideIt) {
   std::string name = "ab";
   for (int i = 0; i < 200; ++i) name += "\xc3\xa9";  // e acute, two bytes
-  Status s = CheckFlexCallLimits(
-      "mount", {"/p", Options({{"kubernetes.io/secret/" + name, "eA=="}})});
+  Status s =
+      CheckFlexCallLimits("mount", {"/p", Options({{"kubernetes.io/secret/" + name, "eA=="}})});
   // "kubernetes.io/secret/ab" is 23 bytes; 20 whole characters fit in the 64, the 21st does not.
   std::string shown = "kubernetes.io/secret/ab";
   for (int i = 0; i < 20; ++i) shown += "\xc3\xa9";

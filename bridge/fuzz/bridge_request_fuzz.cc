@@ -122,7 +122,8 @@ std::string Serve(Bridge& bridge, const std::string& stream) {
     reply = flexcsi::FlexFailure("malformed request: " + length.status().message());
   } else {
     if (stream.size() - 4 < *length) return "";
-    auto request = flexcsi::ParseBridgeRequest(InTempKubeletRoot(bridge, stream.substr(4, *length)));
+    auto request =
+        flexcsi::ParseBridgeRequest(InTempKubeletRoot(bridge, stream.substr(4, *length)));
     reply = request.ok() ? bridge.dispatcher->Dispatch(*request)
                          : flexcsi::FlexFailure("malformed request: " + request.status().message());
   }

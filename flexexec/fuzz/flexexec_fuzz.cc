@@ -38,7 +38,8 @@ std::vector<std::string> SplitFields(const std::string& text) {
   size_t start = 0;
   for (;;) {
     const size_t nul = text.find('\0', start);
-    fields.push_back(text.substr(start, nul == std::string::npos ? std::string::npos : nul - start));
+    fields.push_back(
+        text.substr(start, nul == std::string::npos ? std::string::npos : nul - start));
     if (nul == std::string::npos) return fields;
     start = nul + 1;
   }
@@ -94,11 +95,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       SplitFields(std::string(reinterpret_cast<const char*>(data), size));
   const std::string& config_text = fields[0];
   const std::vector<std::string> argv(fields.begin() + 1, fields.end());
-  const FlexexecPlan plan =
-      flexcsi::PlanFlexexecRun(argv, [&](const std::string& directory) {
-        return flexcsi::ParseFlexexecConfig(config_text,
-                                            directory + "/" + flexcsi::kFlexexecConfigFile);
-      });
+  const FlexexecPlan plan = flexcsi::PlanFlexexecRun(argv, [&](const std::string& directory) {
+    return flexcsi::ParseFlexexecConfig(config_text,
+                                        directory + "/" + flexcsi::kFlexexecConfigFile);
+  });
   if (plan.local_reply.is_null()) {
     CheckForwarded(plan);
   } else {

@@ -75,7 +75,9 @@ std::vector<std::string> SplitFields(const std::string& text, size_t count) {
 }
 
 void CheckAccepted(const ClientConfig& c, const std::string& input) {
-  if (c.server.find("://") == std::string::npos) Fail("server without a scheme: " + c.server, input);
+  if (c.server.find("://") == std::string::npos) {
+    Fail("server without a scheme: " + c.server, input);
+  }
   if (c.server.size() > 8 && c.server.back() == '/') Fail("server ends in /: " + c.server, input);
   if (c.server.rfind("https://", 0) != 0 &&
       (!c.token.empty() || !c.token_file.empty() || !c.password.empty() ||

@@ -135,8 +135,8 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
     ASSERT_DRIVER_OK(w.env->caller().Init());
     ASSERT_EQ(cell.flex_attach, w.env->caller().CapabilityAttach());
     for (int i = 0; i < 2; ++i) {
-      w.volume_ids.push_back(w.env->CreateVolume("vol-chaos-" + std::to_string(i), 64 * kMiB,
-                                                 "ext4"));
+      w.volume_ids.push_back(
+          w.env->CreateVolume("vol-chaos-" + std::to_string(i), 64 * kMiB, "ext4"));
       ASSERT_FALSE(w.volume_ids.back().empty()) << cell.name;
     }
     worlds.push_back(std::move(w));
@@ -155,10 +155,10 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
     const int n = world.lifecycles++;
     SCOPED_TRACE("lifecycle " + std::to_string(cycle) + " in " + world.cell->name);
     const std::string tag = "c" + std::to_string(cycle);
-    AttachableLifecycle life(&env.caller(),
-                             env.VolumeSource("pv-chaos-" + std::to_string(n % 2),
-                                              world.volume_ids[n % 2]),
-                             env.Pod(tag + "a"), env.Pod(tag + "b"));
+    AttachableLifecycle life(
+        &env.caller(),
+        env.VolumeSource("pv-chaos-" + std::to_string(n % 2), world.volume_ids[n % 2]),
+        env.Pod(tag + "a"), env.Pod(tag + "b"));
     const std::vector<Step>& steps = world.cell->flex_attach ? AllSteps() : non_attachable_steps;
 
     for (const Step step : steps) {
@@ -239,21 +239,22 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
     ExpectNothingLeaked(*w.env);
     EXPECT_EQ("", Leftovers(*w.env));
   }
-  const double seconds =
-      std::chrono::duration<double>(Clock::now() - started).count();
-  std::printf("chaos: seed %u, %d life cycles in %.1f s, %d calls (%d retries)\n", seed,
-              lifecycles, seconds, calls, retries);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  std::printf("chaos: seed %u, %d life cycles in %.1f s, %d calls (%d retries)\n", seed, lifecycles,
+              seconds, calls, retries);
   for (const World& w : worlds) std::printf("  %-46s %d life cycles\n", w.cell->name, w.lifecycles);
   for (Target t : {Target::kBridge, Target::kDriver, Target::kFlexexec}) {
-    std::printf("  kill -9 %-8s %4d times, %4d calls failed by it%s\n", TargetName(t), kills[t],
-                failed_calls[t],
-                t == Target::kBridge
-                    ? (" (" + std::to_string(mid_call_bridge) + " while it held the request)")
-                          .c_str()
-                    : "");
+    std::printf(
+        "  kill -9 %-8s %4d times, %4d calls failed by it%s\n", TargetName(t), kills[t],
+        failed_calls[t],
+        t == Target::kBridge
+            ? (" (" + std::to_string(mid_call_bridge) + " while it held the request)").c_str()
+            : "");
   }
-  std::printf("  driver kills the bridge felt (an RPC answered UNAVAILABLE, then retried): %d;"
-              " by RPC:", driver_kills_felt);
+  std::printf(
+      "  driver kills the bridge felt (an RPC answered UNAVAILABLE, then retried): %d;"
+      " by RPC:",
+      driver_kills_felt);
   for (const auto& [method, count] : driver_rpcs_cut) std::printf(" %s=%d", method.c_str(), count);
   std::printf("\n  kill points hit (%zu):", kill_points.size());
   for (const auto& [point, count] : kill_points) std::printf(" %s=%d", point.c_str(), count);

@@ -233,8 +233,9 @@ std::string RunCli(const std::string& args) {
 #endif
 
 // Secrets go to the driver on mount and nowhere else: not into the bridge's log, the replies
-// kubelet reads (pod events show their messages), its state database, its metrics, bridge.state (`flexcsi state`) or bridge.health (`flexcsi doctor`),
-// neither on the successful path nor on the failing ones.
+// kubelet reads (pod events show their messages), its state database, its metrics, bridge.state
+// (`flexcsi state`) or bridge.health (`flexcsi doctor`), neither on the successful path nor on the
+// failing ones.
 TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   EnvOptions options = NotAttachable();
   options.metrics = true;

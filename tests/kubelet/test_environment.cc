@@ -336,9 +336,8 @@ std::string TestEnvironment::CreateVolume(const std::string& name, int64_t bytes
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   grpc::Status s = stub->NodeUnpublishVolume(&ctx, req, &resp);
   if (!s.ok()) {
-    return ::testing::AssertionFailure()
-           << "NodeUnpublishVolume " << target_path << ": " << s.error_code() << " "
-           << s.error_message();
+    return ::testing::AssertionFailure() << "NodeUnpublishVolume " << target_path << ": "
+                                         << s.error_code() << " " << s.error_message();
   }
   return ::testing::AssertionSuccess();
 }

@@ -1,17 +1,18 @@
 // Chaos life cycles (issue #18): whole FlexVolume volume life cycles, as kube-controller-manager
-// and kubelet run them through the kubelet-faithful caller, in every csi-loopback driver shape
-// (default, --stage-without-mount, --no-stage-unstage, --no-attach) behind attachable and
-// non-attachable FlexVolume drivers, while kill -9 hits the bridge, the CSI driver or the
-// flexexec process of a call at random moments. Whatever was killed comes back the way a
-// supervisor brings it back (the bridge and the driver are restarted at once, as systemd or a
-// DaemonSet would; a killed flexexec is simply gone), and kubelet retries the failed call with
-// growing backoff. After every life cycle, and at the end for every environment: no mounts, no
-// loop devices, no bridge records and nothing staged or published in csi-loopback.
+// and kubelet run them through the kubelet-faithful caller, in every combination of csi-loopback's
+// driver shapes (default, --stage-without-mount, --no-stage-unstage, each with and without
+// --no-attach) behind attachable and non-attachable FlexVolume drivers, while kill -9 hits the
+// bridge, the CSI driver or the flexexec process of a call at random moments. Whatever was killed
+// comes back the way a supervisor brings it back (the bridge and the driver are restarted at once,
+// as systemd or a DaemonSet would; a killed flexexec is simply gone), and kubelet retries the
+// failed call with growing backoff. After every life cycle, and at the end for every environment:
+// no mounts, no loop devices, no bridge records and nothing staged or published in csi-loopback.
 //
 // Seeded and sized by the environment, so that a failure can be replayed and the long run is a
 // command, not a CI test (bench/README.md, "Chaos life cycles"):
 //   FLEXCSI_CHAOS_SEED=N        the seed (default 20261125; printed on failure and at the end)
-//   FLEXCSI_CHAOS_LIFECYCLES=N  how many life cycles (default 21: the CI variant)
+//   FLEXCSI_CHAOS_LIFECYCLES=N  how many life cycles (default 24: the CI variant)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -44,13 +45,19 @@ struct Cell {
   bool stage_without_mount;
 };
 
-// Every csi-loopback shape behind an attachable FlexVolume driver, and the shapes a
-// non-attachable one serves (its CSI driver has no controller publish: --no-attach).
+// Every combination of csi-loopback's shapes (staging that mounts, --stage-without-mount,
+// --no-stage-unstage; with or without --no-attach) behind an attachable and a non-attachable
+// FlexVolume driver: twelve cells.
 const Cell kCells[] = {
     {"default/attachable", true, true, true, false},
     {"stage-without-mount/attachable", true, true, true, true},
     {"no-stage-unstage/attachable", true, true, false, false},
     {"no-attach/attachable", true, false, true, false},
+    {"stage-without-mount+no-attach/attachable", true, false, true, true},
+    {"no-stage-unstage+no-attach/attachable", true, false, false, false},
+    {"default/non-attachable", false, true, true, false},
+    {"stage-without-mount/non-attachable", false, true, true, true},
+    {"no-stage-unstage/non-attachable", false, true, false, false},
     {"no-attach/non-attachable", false, false, true, false},
     {"stage-without-mount+no-attach/non-attachable", false, false, true, true},
     {"no-stage-unstage+no-attach/non-attachable", false, false, false, false},
@@ -117,7 +124,7 @@ std::string Leftovers(const TestEnvironment& env) {
 
 TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
   const uint32_t seed = static_cast<uint32_t>(EnvInt("FLEXCSI_CHAOS_SEED", 20261125));
-  const int lifecycles = EnvInt("FLEXCSI_CHAOS_LIFECYCLES", 21);
+  const int lifecycles = EnvInt("FLEXCSI_CHAOS_LIFECYCLES", 24);
   SCOPED_TRACE("FLEXCSI_CHAOS_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
   const auto started = Clock::now();
@@ -149,8 +156,15 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
   std::map<std::string, int> driver_rpcs_cut;  // CSI method -> driver kills it was hit by
   int mid_call_bridge = 0, retries = 0, calls = 0, driver_kills_felt = 0;
 
+  std::vector<size_t> first_pass(worlds.size());
+  for (size_t i = 0; i < first_pass.size(); ++i) first_pass[i] = i;
+  std::shuffle(first_pass.begin(), first_pass.end(), rng);
   for (int cycle = 0; cycle < lifecycles; ++cycle) {
-    World& world = worlds[std::uniform_int_distribution<size_t>(0, worlds.size() - 1)(rng)];
+    // Every cell once, in random order, then cells at random.
+    const size_t pick = cycle < static_cast<int>(first_pass.size())
+                            ? first_pass[cycle]
+                            : std::uniform_int_distribution<size_t>(0, worlds.size() - 1)(rng);
+    World& world = worlds[pick];
     TestEnvironment& env = *world.env;
     const int n = world.lifecycles++;
     SCOPED_TRACE("lifecycle " + std::to_string(cycle) + " in " + world.cell->name);

@@ -1,5 +1,6 @@
 #include "bridge/bridge_config.h"
 
+#include <limits>
 #include <set>
 
 #include "common/yaml_json.h"
@@ -30,10 +31,13 @@ Status ReadBool(const nlohmann::json& j, const char* key, bool* out, const std::
 Status ReadInt(const nlohmann::json& j, const char* key, int* out, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-    return InvalidArgument(where + key + " must be a non-negative integer");
+  // Unsigned values beyond int64 read as negative here, so one check covers both ends.
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
+      it->get<int64_t>() > std::numeric_limits<int>::max()) {
+    return InvalidArgument(where + key + " must be a non-negative integer of at most " +
+                           std::to_string(std::numeric_limits<int>::max()));
   }
-  *out = it->get<int>();
+  *out = static_cast<int>(it->get<int64_t>());
   return Status::Ok();
 }
 

@@ -31,6 +31,22 @@ StatusOr<BridgeConfig> Load(const std::string& yaml) {
   return BridgeConfig::FromJson(*doc);
 }
 
+// Found with bridge_config_fuzz's check that numbers are kept exactly: 4294967298 was read as 2
+// and 2147483648 as a negative interval, which silently turned the reconciler off.
+TEST(BridgeConfigTest, IntegerBeyondIntIsRefusedNotWrapped) {
+  for (const char* value : {"4294967298", "2147483648", "18446744073709551615", "-1"}) {
+    auto c = Load(std::string("reconcileIntervalSeconds: ") + value + "\n" + (kValid + 1));
+    ASSERT_FALSE(c.ok()) << value;
+    EXPECT_NE(std::string::npos, c.status().message().find("reconcileIntervalSeconds must be a "
+                                                           "non-negative integer of at most "
+                                                           "2147483647"))
+        << c.status().ToString();
+  }
+  auto c = Load(std::string("unavailableRetrySeconds: 2147483647\n") + (kValid + 1));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(2147483647, c->unavailable_retry_seconds);
+}
+
 TEST(BridgeConfigTest, LoadsEveryFieldOfADriver) {
   auto c = Load(kValid);
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -12,7 +12,13 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  static Deadline In(std::chrono::milliseconds budget) { return Deadline(Clock::now() + budget); }
+  // No call waits longer; a larger budget (a request's timeoutMs is any int64) is this one, which
+  // keeps every clock's arithmetic far from overflowing.
+  static constexpr std::chrono::hours kLongestBudget{24 * 366};
+
+  static Deadline In(std::chrono::milliseconds budget) {
+    return Deadline(Clock::now() + std::min<std::chrono::milliseconds>(budget, kLongestBudget));
+  }
   explicit Deadline(Clock::time_point at) : at_(at) {}
 
   Clock::time_point at() const { return at_; }

@@ -107,10 +107,19 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
   auto current = ctx.store.GetStaging(stale.staging_path);
   if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
   StagingRecord r = **current;
+  auto users = ctx.store.CountPublicationsOfStaging(r.staging_path);
+  if (!users.ok()) return;
+  // The bridge stages a volume itself only for its publications (mount_calls.cc) and unstages it
+  // after the last one. At start-up no call is in flight, so one of its own stagings that no
+  // publication uses was left by a bridge that died between the last unpublish and the unstage,
+  // or between staging and publishing; kubelet will never call anything for it. Mounted or not,
+  // it goes (kubelet's retried mount, if any, stages again).
+  const bool unused_own =
+      r.owner == StagingOwner::kBridge && *users == 0 && scope == ReconcileScope::kAllRecords;
   // A record-only staging of the bridge's own (attach:false) has nothing at its path to look
   // at: it is fine while publications use it, whatever the mount table says.
   const bool judged_by_mount = r.ExpectsMount() || r.phase != Phase::kDone;
-  if (judged_by_mount && IsMounted(r.staging_path, mounted)) {
+  if (!unused_own && judged_by_mount && IsMounted(r.staging_path, mounted)) {
     if (r.phase == Phase::kDone) return;
     r.phase = Phase::kDone;
     // A crash between mounting the marker and recording it leaves the marker to be found here.
@@ -125,10 +134,11 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
     }
     return;
   }
-  auto users = ctx.store.CountPublicationsOfStaging(r.staging_path);
-  if (!users.ok() || *users > 0) return;  // publications are reconciled first; wait for them
+  if (*users > 0) return;  // publications are reconciled first; wait for them
   Status undone = UnstageVolume(ctx, r, Deadline::In(kRepairBudget));
-  const std::string why = judged_by_mount ? "not mounted" : "no publication uses it";
+  const std::string why = unused_own        ? "the bridge's own, used by no publication"
+                          : judged_by_mount ? "not mounted"
+                                            : "no publication uses it";
   NoteRepair(ctx, "staging", key, undone,
              "rolled back staging " + r.staging_path + " of " + r.volume_id + " (" + why + ")",
              "staging " + r.staging_path, report);

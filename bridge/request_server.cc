@@ -154,9 +154,8 @@ void RequestServer::Serve(int fd) {
       (peer.uid != 0 && peer.uid != geteuid())) {
     spdlog::warn("refused a request from uid {} pid {}: only root may call the bridge", peer.uid,
                  peer.pid);
-    WriteFully(fd, EncodeFrame(MakeBridgeReply(FlexFailure(
-                                   "permission denied: only root may call flexcsi-bridge"))
-                                   .dump()));
+    WriteFully(fd, EncodeBridgeReplyFrame(
+                       FlexFailure("permission denied: only root may call flexcsi-bridge")));
     return;
   }
   const auto deadline =
@@ -170,10 +169,7 @@ void RequestServer::Serve(int fd) {
   } else {
     std::string payload(*length, '\0');
     if (!ReadFully(fd, payload.data(), payload.size(), deadline)) return;
-    auto json = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-    auto request = json.is_discarded()
-                       ? StatusOr<BridgeRequest>(InvalidArgument("request is not valid JSON"))
-                       : BridgeRequest::FromJson(json);
+    auto request = ParseBridgeRequest(payload);
     if (!request.ok()) {
       reply = FlexFailure("malformed request: " + request.status().message());
     } else {
@@ -181,7 +177,7 @@ void RequestServer::Serve(int fd) {
       reply = dispatcher_.Dispatch(*request);
     }
   }
-  if (!WriteFully(fd, EncodeFrame(MakeBridgeReply(reply).dump()))) {
+  if (!WriteFully(fd, EncodeBridgeReplyFrame(reply))) {
     spdlog::warn("could not deliver a reply to pid {} (flexexec gone?)", peer.pid);
   }
 }

@@ -51,6 +51,12 @@ StatusOr<BridgeRequest> BridgeRequest::FromJson(const nlohmann::json& j) {
   return r;
 }
 
+StatusOr<BridgeRequest> ParseBridgeRequest(const std::string& payload) {
+  auto json = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return InvalidArgument("request is not valid JSON");
+  return BridgeRequest::FromJson(json);
+}
+
 std::string EncodeFrame(const std::string& payload) {
   const uint32_t n = static_cast<uint32_t>(payload.size());
   std::string out;
@@ -76,6 +82,13 @@ StatusOr<uint32_t> DecodeFrameLength(const unsigned char header[4]) {
 
 nlohmann::json MakeBridgeReply(const nlohmann::json& flex_reply) {
   return nlohmann::json{{"version", kBridgeProtocolVersion}, {"reply", flex_reply}};
+}
+
+std::string EncodeBridgeReplyFrame(const nlohmann::json& flex_reply) {
+  // Messages may quote what a caller sent or a driver said, cut or not UTF-8 at all: written
+  // with U+FFFD in place of bad bytes, as flexexec prints replies, never thrown on.
+  return EncodeFrame(
+      MakeBridgeReply(flex_reply).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 StatusOr<nlohmann::json> FlexReplyFromBridgeReply(const nlohmann::json& envelope) {

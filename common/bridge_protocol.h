@@ -42,6 +42,9 @@ struct BridgeRequest {
   static StatusOr<BridgeRequest> FromJson(const nlohmann::json& j);
 };
 
+// A request frame's payload, as the bridge reads it: JSON text, then FromJson. Never throws.
+StatusOr<BridgeRequest> ParseBridgeRequest(const std::string& payload);
+
 // Encodes a frame: 4-byte big-endian length then the bytes.
 std::string EncodeFrame(const std::string& payload);
 
@@ -50,6 +53,8 @@ StatusOr<uint32_t> DecodeFrameLength(const unsigned char header[4]);
 
 // Wraps a FlexVolume reply object into the bridge reply envelope, and back.
 nlohmann::json MakeBridgeReply(const nlohmann::json& flex_reply);
+// The frame the bridge answers with: MakeBridgeReply(flex_reply) as JSON text. Never throws.
+std::string EncodeBridgeReplyFrame(const nlohmann::json& flex_reply);
 StatusOr<nlohmann::json> FlexReplyFromBridgeReply(const nlohmann::json& envelope);
 
 // FlexVolume reply helpers: {"status":"Success"}, {"status":"Failure","message":...}.

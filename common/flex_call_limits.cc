@@ -33,10 +33,18 @@ Status TooLong(const std::string& what, size_t size, size_t limit) {
                          std::to_string(limit) + " bytes");
 }
 
+// At most the first 64 bytes of a name too long to show, cut before a character rather than
+// inside one, so that the message stays UTF-8.
+std::string CutName(const std::string& name) {
+  size_t n = 64;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  return name.substr(0, n) + "...";
+}
+
 // The name of an option for a message: quoted, and cut short when it is itself too long.
 std::string OptionName(const std::string& key) {
   if (key.size() <= 64) return "option \"" + key + "\"";
-  return "option \"" + key.substr(0, 64) + "...\"";
+  return "option \"" + CutName(key) + "\"";
 }
 
 Status CheckOptions(const std::string& json_text) {
@@ -115,7 +123,7 @@ Status CheckCsiVolumeLimits(const std::string& volume_id,
   }
   for (const auto& [key, value] : volume_attributes) {
     if (key.size() > kMaxCsiStringBytes) {
-      return TooLong("the name of volume attribute \"" + key.substr(0, 64) + "...\"", key.size(),
+      return TooLong("the name of volume attribute \"" + CutName(key) + "\"", key.size(),
                      kMaxCsiStringBytes);
     }
     if (value.size() > kMaxCsiStringBytes) {

@@ -29,6 +29,19 @@ TEST(FlexCallLimitsTest, OrdinaryCallsPass) {
   EXPECT_TRUE(CheckFlexCallLimits("mount", {"/p", "not json"}).ok());  // the parser says why
 }
 
+// Found by bridge_request_fuzz: the name of a too long key was cut at 64 bytes, inside a
+// character, and the message was no longer UTF-8 (the bridge then could not encode its reply).
+TEST(FlexCallLimitsTest, LongNameIsCutBeforeACharacterNotInsideIt) {
+  std::string name = "ab";
+  for (int i = 0; i < 200; ++i) name += "\xc3\xa9";  // e acute, two bytes
+  Status s =
+      CheckFlexCallLimits("mount", {"/p", Options({{"kubernetes.io/secret/" + name, "eA=="}})});
+  // "kubernetes.io/secret/ab" is 23 bytes; 20 whole characters fit in the 64, the 21st does not.
+  std::string shown = "kubernetes.io/secret/ab";
+  for (int i = 0; i < 20; ++i) shown += "\xc3\xa9";
+  ExpectRefused(s, "the name of secret option \"" + shown + "...\" is 402 bytes");
+}
+
 TEST(FlexCallLimitsTest, LongVolumeIdIsRefusedNamingOptionAndLimit) {
   const std::string o = Options({{"volumeID", std::string(70000, 'a')}});
   Status s = CheckFlexCallLimits("mount", {"/p", o});

@@ -33,51 +33,59 @@ nlohmann::json Init(const FlexexecConfig& config) {
   return reply;
 }
 
-nlohmann::json Forward(const std::string& driver, const FlexexecConfig& config,
-                       const std::string& call, std::vector<std::string> args) {
-  const milliseconds wait = config.TimeoutFor(call);
-  BridgeRequest req;
-  req.driver = driver;
-  req.call = call;
-  req.args = std::move(args);
-  req.timeout_ms = BridgeBudget(wait).count();
-  StatusOr<nlohmann::json> reply = CallBridge(config.bridge_socket, req, kConnectTimeout, wait);
-  if (!reply.ok()) return FlexFailure(reply.status().message());
-  return *reply;
+FlexexecPlan Reply(nlohmann::json reply) {
+  FlexexecPlan plan;
+  plan.local_reply = std::move(reply);
+  return plan;
 }
 
-nlohmann::json Run(const std::vector<std::string>& argv) {
+}  // namespace
+
+FlexexecPlan PlanFlexexecRun(const std::vector<std::string>& argv,
+                             const FlexexecConfigLoader& load_config) {
   if (argv.size() < 2) {
-    return FlexFailure("no FlexVolume call given; usage: <driver> init|attach|mount|... [args]");
+    return Reply(
+        FlexFailure("no FlexVolume call given; usage: <driver> init|attach|mount|... [args]"));
   }
   const std::string& call = argv[1];
   const FlexCallSpec* spec = FindForwardedCall(call);
   // Answered without reading anything: kubelet ignores the result and caches "Not supported",
   // which saves an exec per volume operation.
-  if (call == "getvolumename") return FlexNotSupported();
-  if (call != "init" && spec == nullptr) return FlexNotSupported();
+  if (call == "getvolumename") return Reply(FlexNotSupported());
+  if (call != "init" && spec == nullptr) return Reply(FlexNotSupported());
 
   const std::string directory = ExecutableDirectory(argv[0]);
-  StatusOr<FlexexecConfig> config = LoadFlexexecConfig(directory);
-  if (!config.ok()) return FlexFailure(config.status().message());
-  if (call == "init") return Init(*config);
+  StatusOr<FlexexecConfig> config = load_config(directory);
+  if (!config.ok()) return Reply(FlexFailure(config.status().message()));
+  if (call == "init") return Reply(Init(*config));
 
   StatusOr<std::string> driver = DriverNameFromDirectory(directory);
-  if (!driver.ok()) return FlexFailure(driver.status().message());
+  if (!driver.ok()) return Reply(FlexFailure(driver.status().message()));
   std::vector<std::string> args(argv.begin() + 2, argv.end());
   Status valid = CheckCallArgs(*spec, args);
-  if (!valid.ok()) return FlexFailure(valid.message());
+  if (!valid.ok()) return Reply(FlexFailure(valid.message()));
   // Nothing over flexcsi's limits is sent on (the bridge checks again).
   Status bounded = CheckFlexCallLimits(call, args);
-  if (!bounded.ok()) return FlexFailure(bounded.message());
-  return Forward(*driver, *config, call, std::move(args));
-}
+  if (!bounded.ok()) return Reply(FlexFailure(bounded.message()));
 
-}  // namespace
+  FlexexecPlan plan;
+  plan.wait = config->TimeoutFor(call);
+  plan.bridge_socket = config->bridge_socket;
+  plan.request.driver = *driver;
+  plan.request.call = call;
+  plan.request.args = std::move(args);
+  plan.request.timeout_ms = BridgeBudget(plan.wait).count();
+  return plan;
+}
 
 nlohmann::json RunFlexexec(const std::vector<std::string>& argv) {
   try {
-    return Run(argv);
+    FlexexecPlan plan = PlanFlexexecRun(argv, LoadFlexexecConfig);
+    if (!plan.local_reply.is_null()) return plan.local_reply;
+    StatusOr<nlohmann::json> reply =
+        CallBridge(plan.bridge_socket, plan.request, kConnectTimeout, plan.wait);
+    if (!reply.ok()) return FlexFailure(reply.status().message());
+    return *reply;
   } catch (const std::exception& e) {
     return FlexFailure(std::string("flexexec internal error: ") + e.what());
   } catch (...) {

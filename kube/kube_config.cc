@@ -49,6 +49,10 @@ std::string GetEnv(const char* name) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
+// Kubeconfigs, certificates and tokens are kilobytes; a file named in a kubeconfig that is far
+// larger (or never ends: /dev/zero) is a mistake, refused before it takes the memory.
+constexpr size_t kMaxReadBytes = 16 << 20;
+
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -59,9 +63,17 @@ StatusOr<std::string> ReadWholeFile(const std::string& path) {
     Code code = errno == ENOENT ? Code::kNotFound : Code::kFailedPrecondition;
     return Status(code, "cannot read " + path + ": " + std::strerror(errno));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  std::string text;
+  char chunk[64 * 1024];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxReadBytes) {
+      return FailedPrecondition("cannot read " + path + ": it is larger than " +
+                                std::to_string(kMaxReadBytes >> 20) +
+                                " MiB, which no kubeconfig, certificate or token is");
+    }
+  }
+  return text;
 }
 
 std::string TrimSpace(const std::string& s) {

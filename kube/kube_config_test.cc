@@ -155,6 +155,20 @@ users:
   EXPECT_EQ(c->token_file, dir_ + "/two/token");
 }
 
+// Found with kubeconfig_fuzz (a hand-made input: the fuzzer ran out of memory on it): a file a
+// kubeconfig names was read whole, however large, and /dev/zero never ends.
+TEST_F(KubeConfigTest, FileThatNeverEndsIsRefusedNotReadWhole) {
+  flags_.kubeconfig = Write("config", R"(
+current-context: c
+clusters: [{name: k, cluster: {server: "https://k.example", certificate-authority: /dev/zero}}]
+contexts: [{name: c, context: {cluster: k}}]
+)");
+  StatusOr<ClientConfig> c = LoadClientConfig(flags_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string::npos, c.status().message().find("/dev/zero: it is larger than 16 MiB"))
+      << c.status().ToString();
+}
+
 TEST_F(KubeConfigTest, DataFieldsAreBase64Pem) {
   std::string path =
       Write("config",

@@ -183,6 +183,32 @@ TEST_P(HostileVolumeIdTest, BridgeRefusesOverLongFieldsWithoutFlexexec) {
   ExpectNoRecordsAndNoRetries();
 }
 
+// Found by bridge_request_fuzz: a secret name of two-byte characters, too long, was cut inside a
+// character in the refusal's message, the reply then could not be encoded, and the exception in
+// the serving thread ended the bridge. flexexec refuses the same call itself, so only a caller
+// talking to the socket directly could do it; the bridge must answer it all the same.
+TEST_P(HostileVolumeIdTest, BridgeAnswersWhenItsMessageCutsAName) {
+  FlexVolumeSource v = env_->VolumeSource("inline-utf8", "vol-utf8");
+  std::string name = "ab";
+  for (int i = 0; i < 200; ++i) name += "\xc3\xa9";
+  v.secret = {{name, "x"}};
+  PodInfo pod = env_->Pod("utf8-0");
+  BridgeRequest req;
+  req.driver = kTestDriver;
+  req.call = "mount";
+  req.args = {env_->caller().PodVolumeDirFor(pod, v), MountOptionsJson(v, pod)};
+  req.timeout_ms = 20000;
+  auto reply =
+      CallBridge(env_->bridge_socket(), req, std::chrono::seconds(2), std::chrono::seconds(30));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ("Failure", reply->value("status", ""));
+  EXPECT_NE(std::string::npos, reply->value("message", "").find("the limit is 253 bytes"))
+      << reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string error;
+  EXPECT_TRUE(env_->BridgeHealth(&error).is_object()) << "the bridge is gone: " << error;
+  ExpectNoRecordsAndNoRetries();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shape, HostileVolumeIdTest,
     ::testing::Values(Shape{"Default", EnvOptions()}, Shape{"NoCsiAttach", NoCsiAttach()},
@@ -206,9 +232,10 @@ std::string RunCli(const std::string& args) {
 }
 #endif
 
-// Secrets go to the driver on mount and nowhere else: not into the bridge's log, its state
-// database, its metrics, bridge.state (`flexcsi state`) or bridge.health (`flexcsi doctor`),
-// neither on the successful path nor on the failing ones.
+// Secrets go to the driver on mount and nowhere else: not into the bridge's log, the replies
+// kubelet reads (pod events show their messages), its state database, its metrics, bridge.state
+// (`flexcsi state`) or bridge.health (`flexcsi doctor`), neither on the successful path nor on the
+// failing ones.
 TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   EnvOptions options = NotAttachable();
   options.metrics = true;
@@ -224,11 +251,15 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   v.secret = {{"password", secrets[0]}, {"token", secrets[1]}};
   PodInfo pod = env.Pod("secret-0");
   ASSERT_DRIVER_OK(env.caller().SetUp(v, pod));
-  // Failing mounts with the same secrets: unknown and over-long volume IDs, a bad option.
+  // Failing mounts with the same secrets: unknown and over-long volume IDs, a bad option. What
+  // kubelet reads from each (and shows in the pod's events) is checked below too.
+  std::string replies;
   for (const std::string& bad : {std::string("no-such-volume"), std::string(5000, 'b')}) {
     FlexVolumeSource h = env.VolumeSource("pv-bad-" + std::to_string(bad.size()), bad);
     h.secret = v.secret;
-    EXPECT_FALSE(env.caller().SetUp(h, env.Pod("secret-bad")).success());
+    DriverResult failed = env.caller().SetUp(h, env.Pod("secret-bad"));
+    EXPECT_FALSE(failed.success());
+    replies += failed.output;
   }
   FlexVolumeSource ro = v;
   ro.volume_name = "pv-bad-rw";
@@ -237,7 +268,9 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
   options_json.replace(options_json.find("\"kubernetes.io/readwrite\":\"rw\""),
                        std::string("\"kubernetes.io/readwrite\":\"rw\"").size(),
                        "\"kubernetes.io/readwrite\":\"sideways\"");
-  EXPECT_FALSE(env.caller().Exec({"mount", dir, options_json}).success());
+  DriverResult sideways = env.caller().Exec({"mount", dir, options_json});
+  EXPECT_FALSE(sideways.success());
+  replies += sideways.output;
 
   auto check = [&](const std::string& where, const std::string& text) {
     EXPECT_FALSE(text.empty()) << where << " is empty: the check would prove nothing";
@@ -247,6 +280,7 @@ TEST(SecretsTest, NeverLeakOnSuccessOrFailure) {
     }
   };
   check("bridge log", env.ReadBridgeLog());
+  check("the failing calls' replies to kubelet", replies);
   check("metrics", env.ScrapeMetrics());
   check("bridge.state", env.BridgeState().dump());
   check("bridge.health", env.BridgeHealth().dump());

@@ -377,8 +377,16 @@ DriverResult KubeletCaller::Exec(const std::vector<std::string>& args,
   const auto deadline = Clock::now() + timeout;
   const auto kill_deadline = deadline + std::chrono::seconds(10);
   bool timed_out = false, killed = false;
+  // KillNextExecAfter: the child is not reaped before the loop ends, so its pid stays ours.
+  bool inject_kill = kill_next_exec_after_.has_value();
+  const auto injected_kill = Clock::now() + kill_next_exec_after_.value_or(timeout);
+  kill_next_exec_after_.reset();
   for (;;) {
     const auto now = Clock::now();
+    if (inject_kill && now >= injected_kill) {
+      inject_kill = false;
+      ::kill(pid, SIGKILL);
+    }
     // kubelet: SIGTERM at the deadline, SIGKILL 10 s later.
     if (!timed_out && now >= deadline) {
       timed_out = true;
@@ -388,7 +396,8 @@ DriverResult KubeletCaller::Exec(const std::vector<std::string>& args,
       killed = true;
       ::kill(pid, SIGKILL);
     }
-    const auto next = timed_out ? kill_deadline : deadline;
+    auto next = timed_out ? kill_deadline : deadline;
+    if (inject_kill) next = std::min(next, injected_kill);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
     pollfd p{pipefd[0], POLLIN, 0};
     int pr = ::poll(&p, 1, killed ? 1000 : static_cast<int>(std::clamp<long long>(left, 1, 1000)));

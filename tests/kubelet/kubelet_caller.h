@@ -116,12 +116,17 @@ class KubeletCaller {
   bool CapabilityAttach() const;
   bool CapabilityFsGroup() const;
 
+  // Fault injection: the next Exec sends SIGKILL to the driver executable `delay` after starting
+  // it, unless it has finished by then (kubelet killed or restarted in the middle of a call).
+  void KillNextExecAfter(std::chrono::milliseconds delay) { kill_next_exec_after_ = delay; }
+
  private:
   std::string plugin_dir_;
   std::string kubelet_root_;
   std::string driver_;
   std::string node_name_;
   nlohmann::json capabilities_ = nlohmann::json::object();
+  mutable std::optional<std::chrono::milliseconds> kill_next_exec_after_;
 };
 
 // kubelet's SetVolumeOwnership after a successful mount with capability fsGroup: every file

@@ -324,6 +324,24 @@ std::string TestEnvironment::CreateVolume(const std::string& name, int64_t bytes
   return resp.volume().volume_id();
 }
 
+::testing::AssertionResult TestEnvironment::NodeUnpublish(const std::string& volume_id,
+                                                          const std::string& target_path) {
+  auto channel = grpc::CreateChannel("unix://" + csi_socket_, grpc::InsecureChannelCredentials());
+  auto stub = csi::v1::Node::NewStub(channel);
+  csi::v1::NodeUnpublishVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.set_target_path(target_path);
+  csi::v1::NodeUnpublishVolumeResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status s = stub->NodeUnpublishVolume(&ctx, req, &resp);
+  if (!s.ok()) {
+    return ::testing::AssertionFailure() << "NodeUnpublishVolume " << target_path << ": "
+                                         << s.error_code() << " " << s.error_message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 FlexVolumeSource TestEnvironment::VolumeSource(const std::string& pv_name,
                                                const std::string& volume_id) const {
   FlexVolumeSource v;

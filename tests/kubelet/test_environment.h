@@ -98,6 +98,10 @@ class TestEnvironment {
   // What csi-loopback still holds for any volume (controller or node publications, a staging, an
   // attached loop device), from its state file; empty when it holds nothing.
   std::string DriverLeftovers() const;
+  // NodeUnpublishVolume straight to csi-loopback: what the bridge does for unmount, for tests that
+  // recreate the moment a bridge dies between two of its steps.
+  ::testing::AssertionResult NodeUnpublish(const std::string& volume_id,
+                                           const std::string& target_path);
   // ControllerExpandVolume straight to csi-loopback, as flexcsi-controller would cluster-side.
   ::testing::AssertionResult ControllerExpand(const std::string& volume_id, int64_t bytes);
 

@@ -67,7 +67,8 @@ struct MoveOptions {
   bool scale_down = false;
   bool dry_run = false;  // every write with dryRun=All; nothing journaled
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(5)};  // per wait
-  std::chrono::milliseconds poll_interval{200};
+  std::chrono::milliseconds poll_interval{200};                     // the first wait between reads
+  std::chrono::milliseconds max_poll_interval{1000};                // what it grows to (see Wait)
   // What a run is doing: each step as it is announced (`what` is the step's name, as in
   // ApplySteps / RollbackSteps) and notes ("scaling Deployment/web from 2 to 0"). Called from
   // the thread moving `pv`; may be empty.

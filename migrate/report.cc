@@ -179,6 +179,7 @@ json JournalToJson(const std::vector<MigrationRecord>& records) {
                                              .value("driver", "")
                                        : ""},
                      {"workloads", workloads},
+                     {"workloadGroup", r.workload_group},
                      {"lastError", r.last_error},
                      {"updated", Time(r.updated_at)}});
   }

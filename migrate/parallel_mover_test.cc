@@ -6,8 +6,8 @@ namespace flexcsi::migrate {
 namespace {
 
 WorkloadRef Scalable(const std::string& kind, const std::string& name) {
-  return WorkloadRef{kind, "ns", name, "apps/v1",
-                     kind == "StatefulSet" ? "statefulsets" : "deployments"};
+  return WorkloadRef{
+      kind, "ns", name, "apps/v1", kind == "StatefulSet" ? "statefulsets" : "deployments", ""};
 }
 
 VolumePlan Volume(const std::string& pv, std::vector<WorkloadRef> workloads) {
@@ -57,7 +57,7 @@ TEST(GroupByWorkloadTest, WorkloadsSharingAClaimFormOneGroup) {
 
 // Owners that cannot be scaled (DaemonSet) group nothing: such a PV is refused on its own.
 TEST(GroupByWorkloadTest, UnscalableOwnersDoNotGroup) {
-  const WorkloadRef ds{"DaemonSet", "ns", "agent", "", ""};
+  const WorkloadRef ds{"DaemonSet", "ns", "agent", "", "", ""};
   std::vector<VolumePlan> volumes = {Volume("pv-1", {ds}), Volume("pv-2", {ds})};
   std::vector<const VolumePlan*> in;
   for (const auto& v : volumes) in.push_back(&v);

@@ -294,6 +294,7 @@ StatusOr<VolumePlan> PvMover::Run::FreshPlan(const json& pv) {
       if (!list.ok()) return list.status().WithContext("list " + path.resource + " in " + ns);
       for (auto& item : (*list)["items"]) out->push_back(std::move(item));
     }
+    FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client_, ns, &o.hpas));
   }
   for (auto [path, out] :
        {std::pair{ResourcePath::Group("storage.k8s.io/v1", "csidrivers"), &o.csidrivers},

@@ -85,9 +85,19 @@ json PlanToJson(const Plan& plan) {
                               {"csiDriver", w.csi_driver},
                               {"note", w.note}});
   }
+  json workloads = json::array();
+  for (const auto& w : plan.workloads) {
+    workloads.push_back({{"kind", w.workload.kind},
+                         {"namespace", w.workload.namespace_},
+                         {"name", w.workload.name},
+                         {"pvs", w.pvs},
+                         {"scaleDown", w.refusal.empty()},
+                         {"refusal", w.refusal}});
+  }
   return {{"apiVersion", "flexcsi.io/v1alpha1"},
           {"kind", "MigrationPlan"},
           {"volumes", volumes},
+          {"workloads", workloads},
           {"inlineVolumes", inline_volumes},
           {"summary",
            {{"volumes", plan.volumes.size()},
@@ -109,13 +119,26 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
     }
     if (v.verdict == Verdict::kCanMove) ++movable;
     rows.push_back({v.pv_name, v.source, OrDash(v.ClaimKey()), OrDash(v.csi_driver),
-                    v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict),
-                    OrDash(users),
-                    v.verdict == Verdict::kInUse ? "stop them, or apply --scale-down" : v.reason});
+                    v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict), OrDash(users),
+                    v.verdict != Verdict::kInUse         ? v.reason
+                    : InUseRefusal(v.pods, true).empty() ? "stop them, or apply --scale-down"
+                                                         : InUseRefusal(v.pods, true)});
   }
   PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
   out << "\n" << PvCount(plan.volumes.size()) << ": " << movable << " can move now, "
       << plan.volumes.size() - movable << " cannot.\n";
+  if (!plan.workloads.empty()) {
+    out << "\nWorkloads holding these claims (apply --scale-down scales each to 0 once, moves "
+           "all its PVs, then restores its replicas):\n";
+    std::vector<std::vector<std::string>> workload_rows;
+    for (const auto& w : plan.workloads) {
+      std::string pvs;
+      for (const auto& pv : w.pvs) pvs += (pvs.empty() ? "" : ",") + pv;
+      workload_rows.push_back({w.workload.kind, w.workload.namespace_ + "/" + w.workload.name, pvs,
+                               w.refusal.empty() ? "yes" : "no: " + w.refusal});
+    }
+    PrintTable({"KIND", "NAME", "PVS", "SCALE DOWN"}, workload_rows, out);
+  }
   if (!plan.inline_volumes.empty()) {
     out << "\nInline in-tree/FlexVolume volumes in pod templates (operator work: edit these "
            "workloads; migrate never does):\n";

@@ -59,21 +59,34 @@ StatusOr<ApplySelection> SelectForApply(MigrationJournal* journal, kube::KubeCli
 
   std::vector<const VolumePlan*> candidates;
   std::vector<std::string> alone;  // named PVs the plan does not list (the mover says why)
+  auto refuse = [&](const VolumePlan& v, const std::string& why) {
+    MoveResult r;
+    r.pv_name = v.pv_name;
+    r.claim = v.ClaimKey();
+    r.csi_driver = v.csi_driver;
+    r.outcome = Outcome::kRefused;
+    r.message = why;
+    sel.refused.push_back(r);
+  };
+  // A PV some of whose pods cannot be scaled is refused here, before its group is formed: its
+  // workloads are not scaled down (and up again) for a PV that will not move.
+  auto unscalable = [&](const VolumePlan& v) {
+    return v.verdict == Verdict::kInUse && request.scale_down ? InUseRefusal(v.pods, true)
+                                                              : std::string();
+  };
   if (request.all) {
     for (const auto& v : planned) {
       if (taken.count(v.pv_name)) continue;
       taken.insert(v.pv_name);
-      if (v.verdict == Verdict::kCanMove || (v.verdict == Verdict::kInUse && request.scale_down)) {
+      const std::string refusal = unscalable(v);
+      if (!refusal.empty()) {
+        refuse(v, refusal);
+      } else if (v.verdict == Verdict::kCanMove ||
+                 (v.verdict == Verdict::kInUse && request.scale_down)) {
         candidates.push_back(&v);
-        continue;
+      } else {
+        refuse(v, std::string(VerdictName(v.verdict)) + ": " + v.reason);
       }
-      MoveResult r;
-      r.pv_name = v.pv_name;
-      r.claim = v.ClaimKey();
-      r.csi_driver = v.csi_driver;
-      r.outcome = Outcome::kRefused;
-      r.message = std::string(VerdictName(v.verdict)) + ": " + v.reason;
-      sel.refused.push_back(r);
     }
   } else {
     for (const auto& pv : request.pvs) {
@@ -81,6 +94,8 @@ StatusOr<ApplySelection> SelectForApply(MigrationJournal* journal, kube::KubeCli
       auto it = plan_of.find(pv);
       if (!request.group_by_workload) {
         sel.units.push_back(MoveUnit{{}, {pv}});  // in the order named
+      } else if (it != plan_of.end() && !unscalable(*it->second).empty()) {
+        refuse(*it->second, unscalable(*it->second));
       } else if (it != plan_of.end()) {
         candidates.push_back(it->second);
       } else {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -131,10 +132,9 @@ void MaybeCrashForTest(const std::string& step, bool after_action) {
 }
 
 void MaybeHoldForTest() {
-  static bool held = false;
+  static std::atomic<bool> held{false};  // the first of any worker thread holds
   const char* dir = std::getenv("FLEXCSI_MIGRATE_HOLD_DIR");
-  if (dir == nullptr || held) return;
-  held = true;
+  if (dir == nullptr || held.exchange(true)) return;
   const std::string base(dir);
   std::ofstream(base + "/held").put('\n');
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -255,19 +255,23 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (f.journal.empty()) f.journal = DefaultJournalDir();
   auto journal = MigrationJournal::OpenForReading(f.journal);
   std::vector<MigrationRecord> records;
+  std::vector<WorkloadGroupRecord> groups;
   if (journal.ok()) {
     auto listed = (*journal)->List();
     if (!listed.ok()) return Error(err, "status", listed.status());
     records = std::move(*listed);
+    auto listed_groups = (*journal)->ListGroups();
+    if (!listed_groups.ok()) return Error(err, "status", listed_groups.status());
+    groups = std::move(*listed_groups);
   } else if (journal.status().code() != Code::kNotFound) {
     return Error(err, "status", journal.status());
   }
   if (f.output == "json") {
-    out << JournalToJson(records).dump(2) << "\n";
+    out << JournalToJson(records, groups).dump(2) << "\n";
   } else if (records.empty()) {
     out << "No migrations in " << f.journal << ".\n";
   } else {
-    PrintJournalTable(records, out);
+    PrintJournalTable(records, groups, out);
   }
   return kExitOk;
 }

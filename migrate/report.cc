@@ -186,7 +186,8 @@ void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out
   }
 }
 
-json JournalToJson(const std::vector<MigrationRecord>& records) {
+json JournalToJson(const std::vector<MigrationRecord>& records,
+                   const std::vector<WorkloadGroupRecord>& groups) {
   json items = json::array();
   for (const auto& r : records) {
     json workloads = json::array();
@@ -206,10 +207,24 @@ json JournalToJson(const std::vector<MigrationRecord>& records) {
                      {"lastError", r.last_error},
                      {"updated", Time(r.updated_at)}});
   }
-  return {{"apiVersion", "flexcsi.io/v1alpha1"}, {"kind", "MigrationJournal"}, {"items", items}};
+  json group_items = json::array();
+  for (const auto& g : groups) {
+    json workloads = json::array();
+    for (const auto& w : g.workloads) workloads.push_back(ToJson(w));
+    group_items.push_back({{"id", g.id},
+                           {"step", g.step},
+                           {"workloads", workloads},
+                           {"members", g.members},
+                           {"updated", Time(g.updated_at)}});
+  }
+  return {{"apiVersion", "flexcsi.io/v1alpha1"},
+          {"kind", "MigrationJournal"},
+          {"items", items},
+          {"workloadGroups", group_items}};
 }
 
-void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream& out) {
+void PrintJournalTable(const std::vector<MigrationRecord>& records,
+                       const std::vector<WorkloadGroupRecord>& groups, std::ostream& out) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : records) {
     std::string replicas;
@@ -223,6 +238,19 @@ void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream
   }
   PrintTable({"PV", "CLAIM", "DIRECTION", "STEP", "STATE", "REPLICAS", "UPDATED", "ERROR"}, rows,
              out);
+  if (groups.empty()) return;
+  out << "\nWorkload groups (scaled down once, restored once all their PVs are settled):\n";
+  std::vector<std::vector<std::string>> group_rows;
+  for (const auto& g : groups) {
+    std::string replicas;
+    for (const auto& w : g.workloads) {
+      replicas +=
+          (replicas.empty() ? "" : ",") + w.kind + "/" + w.name + "=" + std::to_string(w.replicas);
+    }
+    group_rows.push_back(
+        {g.id, g.step, std::to_string(g.members.size()), OrDash(replicas), Time(g.updated_at)});
+  }
+  PrintTable({"GROUP", "STEP", "PVS", "REPLICAS", "UPDATED"}, group_rows, out);
 }
 
 }  // namespace flexcsi::migrate

@@ -127,6 +127,13 @@ TEST_F(MigrateGroupTest, KilledAtEveryGroupStepResumesAndRestoresReplicasOnce) {
     ASSERT_TRUE(group.ok() && group->has_value());
     EXPECT_EQ((*group)->step, "group-done");
     EXPECT_EQ((*group)->members.size(), 2u);
+    ToolRun status = env_->Run({"status", "--journal", journal_ + "-" + name, "-o", "json"});
+    ASSERT_EQ(status.exit_code, 0) << status.err;
+    const json st = json::parse(status.out);
+    ASSERT_EQ(st["workloadGroups"].size(), 1u) << status.out;
+    EXPECT_EQ(st["workloadGroups"][0]["step"], "group-done");
+    EXPECT_EQ(st["workloadGroups"][0]["workloads"][0]["replicas"], 2);
+    EXPECT_EQ(st["items"][0]["workloadGroup"], "Deployment " + ns_ + "/" + name);
   }
   ExpectNothingLost(*env_, ns_, volumes);
 }

@@ -129,7 +129,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pvs", type=int, default=500)
-    parser.add_argument("--serial-pvs", type=int, default=20)
+    parser.add_argument("--serial-pvs", type=int, default=20, help="0: no serial run")
     parser.add_argument("--parallel", type=int, default=16)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -150,17 +150,20 @@ def main():
         print("cluster up in %.1f s (%s)" % (c.timings["up"], c.dir), flush=True)
         bench = Bench(c, flexcsi, c.dir)
         t0 = time.monotonic()
-        bench.create("serial", args.serial_pvs)
+        if args.serial_pvs:
+            bench.create("serial", args.serial_pvs)
         bench.create("parallel", args.pvs)
         print("%d + %d bound claims created in %.1f s"
               % (args.serial_pvs, args.pvs, time.monotonic() - t0), flush=True)
 
-        secs, codes, _, journal = bench.run("serial", args.serial_pvs, 1)
-        serial_rate = args.serial_pvs * 60 / secs
-        print("one at a time (--parallel 1): %d PVs in %.1f s = %.1f PVs/min (exit %s)"
-              % (args.serial_pvs, secs, serial_rate, codes), flush=True)
-        print("  mean seconds per step: %s" % ", ".join(
-            "%s %.1f" % kv for kv in step_seconds(journal).items()), flush=True)
+        serial_rate = None
+        if args.serial_pvs:
+            secs, codes, _, journal = bench.run("serial", args.serial_pvs, 1)
+            serial_rate = args.serial_pvs * 60 / secs
+            print("one at a time (--parallel 1): %d PVs in %.1f s = %.1f PVs/min (exit %s)"
+                  % (args.serial_pvs, secs, serial_rate, codes), flush=True)
+            print("  mean seconds per step: %s" % ", ".join(
+                "%s %.1f" % kv for kv in step_seconds(journal).items()), flush=True)
 
         secs, codes, at_kill, journal = bench.run("parallel", args.pvs, args.parallel,
                                                   kill_at=args.pvs // 2)
@@ -170,7 +173,8 @@ def main():
               flush=True)
         print("  mean seconds per step: %s" % ", ".join(
             "%s %.1f" % kv for kv in step_seconds(journal).items()), flush=True)
-        print("speed-up: %.1fx" % (rate / serial_rate), flush=True)
+        if serial_rate:
+            print("speed-up: %.1fx" % (rate / serial_rate), flush=True)
     finally:
         left = c.stop()
         print("cluster down%s" % ("; LEFT: " + ", ".join(left) if left else ""), flush=True)

@@ -222,19 +222,23 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     if (!Confirm(question, yes, in, err)) return kExitUsage;
   }
 
-  ProgressBoard board(err, ProgressLive(err), names.size(), rollback ? "rolled back" : "moved");
-  MoveOptions options;
-  options.scale_down = scale_down;
-  options.dry_run = dry_run;
-  options.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  options.progress = [&board](const std::string& pv, const std::string& what) {
-    board.Step(pv, what);
-  };
-  PvMover mover(client->get(), journal.get(), &*translator, options);
-  ParallelMover runner(client->get(), journal.get(), &mover, parallel,
-                       [&board](const std::string& line) { board.Note(line); });
-  runner.on_result = [&board](const MoveResult& r) { board.Finished(r); };
-  std::vector<MoveResult> moved = rollback ? runner.Rollback(names) : runner.Apply(units);
+  std::vector<MoveResult> moved;
+  {
+    // The board's live line ends (with the final tally) before the report is printed.
+    ProgressBoard board(err, ProgressLive(err), names.size(), rollback ? "rolled back" : "moved");
+    MoveOptions options;
+    options.scale_down = scale_down;
+    options.dry_run = dry_run;
+    options.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+    options.progress = [&board](const std::string& pv, const std::string& what) {
+      board.Step(pv, what);
+    };
+    PvMover mover(client->get(), journal.get(), &*translator, options);
+    ParallelMover runner(client->get(), journal.get(), &mover, parallel,
+                         [&board](const std::string& line) { board.Note(line); });
+    runner.on_result = [&board](const MoveResult& r) { board.Finished(r); };
+    moved = rollback ? runner.Rollback(names) : runner.Apply(units);
+  }
   for (auto& r : moved) results.push_back(std::move(r));
   if (f.output == "json") {
     out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";

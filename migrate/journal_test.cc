@@ -176,5 +176,38 @@ TEST_F(JournalTest, ConcurrentPutsFromManyThreadsAllLand) {
   EXPECT_EQ(history->size(), 3u);
 }
 
+// A journal written before workload groups existed (schema v1, e.g. by a run killed mid-way
+// before an upgrade) opens, keeps its rows, and gains the group table.
+TEST_F(JournalTest, SchemaV1JournalIsUpgradedWithItsRows) {
+  {
+    // The v1 schema as released, and one row as the old binary wrote it.
+    auto db = SqliteDatabase::Open(dir_ + "/journal.db", "v1 journal", {R"sql(
+CREATE TABLE migrations(
+  pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
+  original_pv TEXT NOT NULL, original_pvc TEXT NOT NULL, target_pv TEXT NOT NULL,
+  original_reclaim_policy TEXT NOT NULL, release_uid TEXT NOT NULL, new_pv_uid TEXT NOT NULL,
+  workloads TEXT NOT NULL, workloads_recorded INTEGER NOT NULL, last_error TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+CREATE TABLE history(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, pv_name TEXT NOT NULL, direction TEXT NOT NULL,
+  step TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX history_by_pv ON history(pv_name, id);
+INSERT INTO migrations VALUES('old-pv', 'apply', 'binding', 'in-progress', '{}',
+  '{"metadata":{"namespace":"ns","name":"c"}}', '{}', 'Delete', 'r', '', '[]', 1, '', 1);
+)sql"});
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+  }
+  auto j = MigrationJournal::Open(dir_);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto row = (*j)->Get("old-pv");
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->step, "binding");
+  EXPECT_EQ((*row)->ClaimKey(), "ns/c");
+  EXPECT_EQ((*row)->workload_group, "");
+  auto groups = (*j)->ListGroups();
+  ASSERT_TRUE(groups.ok()) << groups.status().ToString();
+  EXPECT_TRUE(groups->empty());
+}
+
 }  // namespace
 }  // namespace flexcsi::migrate

@@ -78,9 +78,25 @@ StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std:
       ListInto(client, ResourcePath::Group("batch/v1", "cronjobs", ns), true, &o.cronjobs));
   FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
                                    false, &o.csidrivers));
-  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"),
-                                   false, &o.csinodes));
+  FLEXCSI_RETURN_IF_ERROR(
+      ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"), false, &o.csinodes));
+  FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client, ns, &o.hpas));
   return o;
+}
+
+Status ListHorizontalPodAutoscalers(kube::KubeClient& client, const std::string& ns,
+                                    std::vector<json>* out) {
+  using kube::ResourcePath;
+  auto v2 = client.List(ResourcePath::Group("autoscaling/v2", "horizontalpodautoscalers", ns));
+  if (v2.ok()) {
+    for (auto& item : (*v2)["items"]) out->push_back(std::move(item));
+    return Status::Ok();
+  }
+  if (!kube::IsNotFound(v2.status())) {
+    return v2.status().WithContext("list horizontalpodautoscalers");
+  }
+  return ListInto(client, ResourcePath::Group("autoscaling/v1", "horizontalpodautoscalers", ns),
+                  true, out);
 }
 
 }  // namespace flexcsi::migrate

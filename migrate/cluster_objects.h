@@ -26,12 +26,20 @@ struct ClusterObjects {
   std::vector<nlohmann::json> cronjobs;
   std::vector<nlohmann::json> csidrivers;
   std::vector<nlohmann::json> csinodes;
+  std::vector<nlohmann::json> hpas;  // HorizontalPodAutoscalers (autoscaling/v2, else v1)
 };
 
 // Lists everything `plan` needs. Namespaced kinds are listed in `namespace_` only when it is
 // non-empty, else in all namespaces. Workload kinds a server does not serve (404 on the
 // collection, e.g. batch/v1 on a stripped-down API server) are left empty.
-StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std::string& namespace_);
+StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client,
+                                            const std::string& namespace_);
+
+// HorizontalPodAutoscalers in `namespace_` (all when empty) into `out`: autoscaling/v2, else
+// autoscaling/v1 on servers older than v1.23; none where neither is served. Both versions carry
+// what the planner reads (spec.scaleTargetRef, spec.minReplicas).
+Status ListHorizontalPodAutoscalers(kube::KubeClient& client, const std::string& namespace_,
+                                    std::vector<nlohmann::json>* out);
 
 // A copy of `object` fit to be created again: metadata.uid, resourceVersion, creationTimestamp,
 // deletionTimestamp, deletionGracePeriodSeconds, generation, managedFields, selfLink and status

@@ -30,10 +30,18 @@ CREATE TABLE IF NOT EXISTS history(
 CREATE INDEX IF NOT EXISTS history_by_pv ON history(pv_name, id);
 )sql";
 
+// v2: workload groups (several PVs under one scale-down).
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE migrations ADD COLUMN workload_group TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS workload_groups(
+  id TEXT PRIMARY KEY, step TEXT NOT NULL, workloads TEXT NOT NULL, members TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+)sql";
+
 constexpr const char* kColumns =
     "pv_name, direction, step, state, original_pv, original_pvc, target_pv, "
     "original_reclaim_policy, release_uid, new_pv_uid, workloads, workloads_recorded, "
-    "last_error, updated_at";
+    "last_error, updated_at, workload_group";
 
 RecordState StateFromName(const std::string& s) {
   if (s == "moved") return RecordState::kMoved;
@@ -46,6 +54,43 @@ StatusOr<nlohmann::json> ParseStored(const std::string& text, const std::string&
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return Internal("migration journal: corrupt " + what + " column");
   return j;
+}
+
+Status ReadWorkloads(const nlohmann::json& stored, std::vector<ScaledWorkload>* out) {
+  if (!stored.is_array()) return Status::Ok();
+  for (const auto& w : stored) {
+    auto sw = ScaledWorkloadFromJson(w);
+    if (!sw.ok()) return sw.status();
+    out->push_back(*sw);
+  }
+  return Status::Ok();
+}
+
+nlohmann::json WorkloadsToJson(const std::vector<ScaledWorkload>& workloads) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& w : workloads) out.push_back(ToJson(w));
+  return out;
+}
+
+constexpr const char* kGroupColumns = "id, step, workloads, members, updated_at";
+
+StatusOr<WorkloadGroupRecord> ReadGroupRow(const SqliteStatement& s) {
+  WorkloadGroupRecord g;
+  g.id = s.Text(0);
+  g.step = s.Text(1);
+  auto workloads = ParseStored(s.Text(2), "workload_groups.workloads");
+  auto members = ParseStored(s.Text(3), "workload_groups.members");
+  for (const auto* j : {&workloads, &members}) {
+    if (!j->ok()) return j->status();
+  }
+  FLEXCSI_RETURN_IF_ERROR(ReadWorkloads(*workloads, &g.workloads));
+  if (members->is_array()) {
+    for (const auto& m : *members) {
+      if (m.is_string()) g.members.push_back(m.get<std::string>());
+    }
+  }
+  g.updated_at = s.Int(4);
+  return g;
 }
 
 StatusOr<MigrationRecord> ReadRow(const SqliteStatement& s) {
@@ -61,22 +106,17 @@ StatusOr<MigrationRecord> ReadRow(const SqliteStatement& s) {
   for (const auto* j : {&pv, &pvc, &target, &workloads}) {
     if (!j->ok()) return j->status();
   }
+  FLEXCSI_RETURN_IF_ERROR(ReadWorkloads(*workloads, &r.workloads));
   r.original_pv = *pv;
   r.original_pvc = *pvc;
   r.target_pv = *target;
   r.original_reclaim_policy = s.Text(7);
   r.release_uid = s.Text(8);
   r.new_pv_uid = s.Text(9);
-  if (workloads->is_array()) {
-    for (const auto& w : *workloads) {
-      auto sw = ScaledWorkloadFromJson(w);
-      if (!sw.ok()) return sw.status();
-      r.workloads.push_back(*sw);
-    }
-  }
   r.workloads_recorded = s.Int(11) != 0;
   r.last_error = s.Text(12);
   r.updated_at = s.Int(13);
+  r.workload_group = s.Text(14);
   return r;
 }
 
@@ -106,6 +146,12 @@ StatusOr<ScaledWorkload> ScaledWorkloadFromJson(const nlohmann::json& j) {
   w.name = j.value("name", "");
   w.replicas = j.value("replicas", int64_t{0});
   return w;
+}
+
+const std::vector<std::string>& WorkloadGroupSteps() {
+  static const std::vector<std::string> kSteps = {"group-scaling-down", "group-moving",
+                                                  "group-restoring-replicas", "group-done"};
+  return kSteps;
 }
 
 const char* RecordStateName(RecordState s) {
@@ -176,7 +222,8 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenForReading(
 StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const std::string& dir,
                                                                            int lock_fd) {
   // The journal holds cluster objects: 0600, like its directory.
-  auto db = SqliteDatabase::Open(dir + "/journal.db", "migration journal", {kSchemaV1}, 0600);
+  auto db =
+      SqliteDatabase::Open(dir + "/journal.db", "migration journal", {kSchemaV1, kSchemaV2}, 0600);
   if (!db.ok()) {
     if (lock_fd >= 0) ::close(lock_fd);
     return db.status();
@@ -186,18 +233,17 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const
 
 Status MigrationJournal::Put(const MigrationRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
-  nlohmann::json workloads = nlohmann::json::array();
-  for (const auto& w : r.workloads) workloads.push_back(ToJson(w));
+  const nlohmann::json workloads = WorkloadsToJson(r.workloads);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   // The record and its history line land together or not at all.
   return db_->InTransaction([&]() -> Status {
     SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO migrations(") + kColumns +
-                                  ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                  ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     put.Bind(r.pv_name).Bind(r.direction).Bind(r.step).Bind(std::string(RecordStateName(r.state)));
     put.Bind(r.original_pv.dump()).Bind(r.original_pvc.dump()).Bind(r.target_pv.dump());
     put.Bind(r.original_reclaim_policy).Bind(r.release_uid).Bind(r.new_pv_uid);
     put.Bind(workloads.dump()).Bind(int64_t{r.workloads_recorded ? 1 : 0}).Bind(r.last_error);
-    put.Bind(now);
+    put.Bind(now).Bind(r.workload_group);
     FLEXCSI_RETURN_IF_ERROR(put.Run("write record for " + r.pv_name));
     SqliteStatement hist(*db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
     hist.Bind(r.pv_name).Bind(r.direction).Bind(r.step).Bind(now);
@@ -243,6 +289,51 @@ StatusOr<std::vector<MigrationJournal::HistoryEntry>> MigrationJournal::History(
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Text(0), s.Text(1), s.Int(2)});
   if (rc != SQLITE_DONE) return db_->Error("read history");
+  return out;
+}
+
+Status MigrationJournal::PutGroup(const WorkloadGroupRecord& g) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  return db_->InTransaction([&]() -> Status {
+    SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO workload_groups(") +
+                                  kGroupColumns + ") VALUES(?,?,?,?,?)");
+    put.Bind(g.id).Bind(g.step).Bind(WorkloadsToJson(g.workloads).dump());
+    put.Bind(nlohmann::json(g.members).dump()).Bind(now);
+    FLEXCSI_RETURN_IF_ERROR(put.Run("write workload group " + g.id));
+    SqliteStatement hist(*db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
+    hist.Bind("group:" + g.id).Bind(std::string("apply")).Bind(g.step).Bind(now);
+    return hist.Run("write history for workload group " + g.id);
+  });
+}
+
+StatusOr<std::optional<WorkloadGroupRecord>> MigrationJournal::GetGroup(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SqliteStatement s(*db_,
+                    std::string("SELECT ") + kGroupColumns + " FROM workload_groups WHERE id=?");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  s.Bind(id);
+  const int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<WorkloadGroupRecord>();
+  if (rc != SQLITE_ROW) return db_->Error("read workload group " + id);
+  auto g = ReadGroupRow(s);
+  if (!g.ok()) return g.status();
+  return std::optional<WorkloadGroupRecord>(std::move(*g));
+}
+
+StatusOr<std::vector<WorkloadGroupRecord>> MigrationJournal::ListGroups() {
+  std::lock_guard<std::mutex> lock(mu_);
+  SqliteStatement s(*db_,
+                    std::string("SELECT ") + kGroupColumns + " FROM workload_groups ORDER BY id");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  std::vector<WorkloadGroupRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    auto g = ReadGroupRow(s);
+    if (!g.ok()) return g.status();
+    out.push_back(std::move(*g));
+  }
+  if (rc != SQLITE_DONE) return db_->Error("list workload groups");
   return out;
 }
 

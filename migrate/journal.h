@@ -26,7 +26,6 @@
 #include "common/sqlite_database.h"
 #include "common/status.h"
 
-
 namespace flexcsi::migrate {
 
 // A workload scaled to zero for a migration, with the replicas to restore.
@@ -66,9 +65,29 @@ struct MigrationRecord {
   bool workloads_recorded = false;  // replicas were read before any scale-down
   std::string last_error;
   int64_t updated_at = 0;  // unix seconds, set by the journal
+  // Set when the PV moves with the other PVs of its workloads under one scale-down: the id of the
+  // WorkloadGroupRecord that scales and restores them. `workloads` then holds the group's.
+  std::string workload_group;
 
   std::string ClaimKey() const;  // "namespace/name" of the original claim
 };
+
+// All PVs of a set of workloads (a StatefulSet's volumeClaimTemplates claims, a Deployment with
+// two claims, workloads sharing a claim) move under one scale-down. The group's row is written
+// with the replicas read BEFORE the scale-down, and is never re-read afterwards, so a resume
+// restores exactly the original replicas, once (restoring writes only while a workload is at 0).
+//   group-scaling-down        replicas recorded; /scale to 0 for every workload
+//   group-moving              each member PV runs its own steps (see pv_mover.h)
+//   group-restoring-replicas  entered only when no member is in progress in the journal
+//   group-done
+struct WorkloadGroupRecord {
+  std::string id;  // WorkloadGroupId of the workloads
+  std::string step;
+  std::vector<ScaledWorkload> workloads;
+  std::vector<std::string> members;  // PV names
+  int64_t updated_at = 0;
+};
+const std::vector<std::string>& WorkloadGroupSteps();
 
 class MigrationJournal {
  public:
@@ -90,6 +109,15 @@ class MigrationJournal {
     int64_t at = 0;
   };
   StatusOr<std::vector<HistoryEntry>> History(const std::string& pv_name);
+
+  // Workload groups: durable before return, like Put; the group's history is kept under the
+  // name "group:<id>".
+  Status PutGroup(const WorkloadGroupRecord& group);
+  StatusOr<std::optional<WorkloadGroupRecord>> GetGroup(const std::string& id);
+  StatusOr<std::vector<WorkloadGroupRecord>> ListGroups();
+
+  // Safe from any number of threads: every call takes the journal's mutex (one SQLite
+  // connection, one writer), and each Put is its own transaction.
 
   const std::string& dir() const { return dir_; }
 

@@ -12,9 +12,12 @@
 #include "common/yaml_json.h"
 #include "kube/kube_client.h"
 #include "kube/kube_config.h"
+#include "migrate/apply_selection.h"
 #include "migrate/cluster_objects.h"
 #include "migrate/journal.h"
+#include "migrate/parallel_mover.h"
 #include "migrate/planner.h"
+#include "migrate/progress_board.h"
 #include "migrate/pv_mover.h"
 #include "migrate/report.h"
 #include "translator/flexvolume_rules.h"
@@ -65,7 +68,8 @@ StatusOr<std::unique_ptr<kube::KubeClient>> MakeClient(const kube::ConfigFlags& 
   return kube::KubeClient::Create(std::move(*config));
 }
 
-bool ProgressWanted(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
+// A live progress line only on a terminal; plain lines otherwise (see progress_board.h).
+bool ProgressLive(std::ostream& err) { return &err == &std::cerr && ::isatty(STDERR_FILENO); }
 
 int Error(std::ostream& err, const std::string& what, const Status& s) {
   err << "flexcsi migrate " << what << ": " << s.message() << "\n";
@@ -136,6 +140,7 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   std::vector<std::string> pvs;
   bool all = false, scale_down = false, dry_run = false, yes = false;
   double timeout_seconds = 300;
+  int parallel = kDefaultParallel;
   app.add_option("--pv", pvs, "PV name (repeatable)");
   app.add_flag(
       "--all", all,
@@ -146,6 +151,10 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
                  "seconds to wait for each cluster change (pods gone, detach, binding)")
       ->check(CLI::PositiveNumber);
   app.add_option("-o,--output", f.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--parallel", parallel,
+                 "PVs (and workload groups) moved at once (default " +
+                     std::to_string(kDefaultParallel) + ")")
+      ->check(CLI::Range(1, 64));
   app.add_flag("--scale-down", scale_down,
                "scale owning Deployments/StatefulSets/ReplicaSets of pods using the claim to 0 "
                "and restore them after (without it, a claim in use is refused)");
@@ -172,46 +181,37 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     journal = std::move(*opened);
   }
 
-  // Which PVs, in a fixed order.
+  // Which PVs, in a fixed order, and (apply) which of them move together.
   std::vector<std::string> names;
   std::vector<MoveResult> results;
   std::set<std::string> seen;
   auto add = [&](const std::string& pv) {
     if (seen.insert(pv).second) names.push_back(pv);
   };
-  if (!all) {
-    for (const auto& pv : pvs) add(pv);
-  } else if (rollback) {
-    auto records = journal->List();
-    if (!records.ok()) return Error(err, name, records.status());
-    for (const auto& r : *records) {
-      if (r.state != RecordState::kRolledBack) add(r.pv_name);
-    }
-  } else {
-    if (journal) {
+  std::vector<MoveUnit> units;
+  if (rollback) {
+    if (all) {
       auto records = journal->List();
       if (!records.ok()) return Error(err, name, records.status());
       for (const auto& r : *records) {
-        if (r.state == RecordState::kInProgress && r.direction == "apply") add(r.pv_name);
+        if (r.state != RecordState::kRolledBack) add(r.pv_name);
       }
+    } else {
+      for (const auto& pv : pvs) add(pv);
     }
-    auto objects = ListClusterObjects(**client, f.kube.namespace_);
-    if (!objects.ok()) return Error(err, name, objects.status());
-    const Plan plan = BuildPlan(*objects, *translator, PlanOptions{f.kube.namespace_});
-    for (const auto& v : plan.volumes) {
-      if (seen.count(v.pv_name)) continue;
-      if (v.verdict == Verdict::kCanMove || (v.verdict == Verdict::kInUse && scale_down)) {
-        add(v.pv_name);
-      } else {
-        MoveResult r;
-        r.pv_name = v.pv_name;
-        r.claim = v.ClaimKey();
-        r.csi_driver = v.csi_driver;
-        r.outcome = Outcome::kRefused;
-        r.message = std::string(VerdictName(v.verdict)) + ": " + v.reason;
-        results.push_back(r);
-        seen.insert(v.pv_name);
-      }
+  } else {
+    ApplySelectionRequest request;
+    request.all = all;
+    request.pvs = pvs;
+    request.namespace_ = f.kube.namespace_;
+    request.scale_down = scale_down;
+    request.group_by_workload = scale_down && !dry_run;
+    auto selection = SelectForApply(journal.get(), **client, *translator, request);
+    if (!selection.ok()) return Error(err, name, selection.status());
+    units = std::move(selection->units);
+    results = std::move(selection->refused);
+    for (const auto& u : units) {
+      for (const auto& pv : u.pvs) names.push_back(pv);
     }
   }
 
@@ -222,22 +222,24 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     if (!Confirm(question, yes, in, err)) return kExitUsage;
   }
 
-  MoveOptions options;
-  options.scale_down = scale_down;
-  options.dry_run = dry_run;
-  options.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  if (ProgressWanted(err)) {
-    options.progress = [&err](const std::string& line) { err << line << "\n" << std::flush; };
+  std::vector<MoveResult> moved;
+  {
+    // The board's live line ends (with the final tally) before the report is printed.
+    ProgressBoard board(err, ProgressLive(err), names.size(), rollback ? "rolled back" : "moved");
+    MoveOptions options;
+    options.scale_down = scale_down;
+    options.dry_run = dry_run;
+    options.wait_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+    options.progress = [&board](const std::string& pv, const std::string& what) {
+      board.Step(pv, what);
+    };
+    PvMover mover(client->get(), journal.get(), &*translator, options);
+    ParallelMover runner(client->get(), journal.get(), &mover, parallel,
+                         [&board](const std::string& line) { board.Note(line); });
+    runner.on_result = [&board](const MoveResult& r) { board.Finished(r); };
+    moved = rollback ? runner.Rollback(names) : runner.Apply(units);
   }
-  PvMover mover(client->get(), journal.get(), &*translator, options);
-  for (const auto& pv : names) {
-    MoveResult r = rollback ? mover.Rollback(pv) : mover.Apply(pv);
-    if (options.progress) {
-      options.progress(pv + ": " + OutcomeName(r.outcome) +
-                       (r.message.empty() ? "" : " (" + r.message + ")"));
-    }
-    results.push_back(std::move(r));
-  }
+  for (auto& r : moved) results.push_back(std::move(r));
   if (f.output == "json") {
     out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";
   } else {
@@ -257,19 +259,23 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (f.journal.empty()) f.journal = DefaultJournalDir();
   auto journal = MigrationJournal::OpenForReading(f.journal);
   std::vector<MigrationRecord> records;
+  std::vector<WorkloadGroupRecord> groups;
   if (journal.ok()) {
     auto listed = (*journal)->List();
     if (!listed.ok()) return Error(err, "status", listed.status());
     records = std::move(*listed);
+    auto listed_groups = (*journal)->ListGroups();
+    if (!listed_groups.ok()) return Error(err, "status", listed_groups.status());
+    groups = std::move(*listed_groups);
   } else if (journal.status().code() != Code::kNotFound) {
     return Error(err, "status", journal.status());
   }
   if (f.output == "json") {
-    out << JournalToJson(records).dump(2) << "\n";
+    out << JournalToJson(records, groups).dump(2) << "\n";
   } else if (records.empty()) {
     out << "No migrations in " << f.journal << ".\n";
   } else {
-    PrintJournalTable(records, out);
+    PrintJournalTable(records, groups, out);
   }
   return kExitOk;
 }

@@ -2,9 +2,10 @@
 //
 //   flexcsi migrate plan     [--rules FILE] [-o table|json|yaml]
 //   flexcsi migrate apply    (--pv NAME... | --all) [--scale-down] [--dry-run] [--yes]
-//                            [--journal DIR] [--rules FILE] [--timeout SECONDS] [-o table|json]
-//   flexcsi migrate rollback (--pv NAME... | --all) [--scale-down] [--yes] [--journal DIR]
-//                            [--timeout SECONDS] [-o table|json]
+//                            [--parallel N] [--journal DIR] [--rules FILE] [--timeout SECONDS]
+//                            [-o table|json]
+//   flexcsi migrate rollback (--pv NAME... | --all) [--scale-down] [--yes] [--parallel N]
+//                            [--journal DIR] [--timeout SECONDS] [-o table|json]
 //   flexcsi migrate status   [--journal DIR] [-o table|json]
 // and everywhere the kubectl flags --kubeconfig, --context, -n/--namespace (PVs are cluster-wide;
 // a namespace limits plan and --all to PVs claimed from it).
@@ -26,8 +27,8 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitRefused = 3;
 
-// `args` is everything after "flexcsi migrate". Progress lines go to `err` when it is std::cerr
-// and stderr is a terminal.
+// `args` is everything after "flexcsi migrate". Progress goes to `err`: a live line when it is
+// std::cerr and stderr is a terminal, plain lines otherwise (progress_board.h).
 int RunMigrateCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
                       std::ostream& err);
 

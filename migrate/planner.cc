@@ -1,6 +1,7 @@
 #include "migrate/planner.h"
 
 #include <algorithm>
+#include <map>
 
 namespace flexcsi::migrate {
 
@@ -25,7 +26,7 @@ const json* ControllerRef(const json& object) {
 }
 
 WorkloadRef MakeWorkload(const std::string& kind, const std::string& ns, const std::string& name) {
-  WorkloadRef w{kind, ns, name, "", ""};
+  WorkloadRef w{kind, ns, name, "", "", ""};
   if (kind == "Deployment") {
     w.group_version = "apps/v1";
     w.resource = "deployments";
@@ -124,6 +125,11 @@ ClusterIndex::ClusterIndex(const ClusterObjects& o) {
     }
   }
   for (const auto& rs : o.replicasets) replicasets_[Key(NamespaceOf(rs), NameOf(rs))] = &rs;
+  for (const auto& h : o.hpas) {
+    const std::string kind = Str(h, "/spec/scaleTargetRef/kind"_json_pointer);
+    const std::string name = Str(h, "/spec/scaleTargetRef/name"_json_pointer);
+    hpa_by_target_[kind + "/" + Key(NamespaceOf(h), name)] = &h;
+  }
   for (const auto& d : o.csidrivers) csidrivers_.insert(NameOf(d));
   for (const auto& n : o.csinodes) {
     const json::json_pointer drivers("/spec/drivers");
@@ -146,6 +152,24 @@ const std::vector<const json*>& ClusterIndex::PodsOfClaim(const std::string& ns,
 }
 
 WorkloadRef ClusterIndex::OwnerOf(const json& pod) const {
+  WorkloadRef owner = ControllerOf(pod);
+  // An HPA stands still while its target is at 0 replicas (the HPA controller: "scaling is
+  // disabled since the replica count of the target is zero") unless its minReplicas is 0, which
+  // the HPAScaleToZero feature allows: then it may scale the workload up mid-move.
+  auto hpa = hpa_by_target_.find(owner.kind + "/" + Key(owner.namespace_, owner.name));
+  if (owner.scalable() && hpa != hpa_by_target_.end()) {
+    const json& spec = hpa->second->value("spec", json::object());
+    if (spec.contains("minReplicas") && spec["minReplicas"].is_number_integer() &&
+        spec["minReplicas"].get<int64_t>() == 0) {
+      owner.blocker = "HorizontalPodAutoscaler " + NameOf(*hpa->second) +
+                      " has minReplicas 0 and could scale it up from 0 during the move: set its "
+                      "minReplicas to 1 or more while the PVs move, then apply again";
+    }
+  }
+  return owner;
+}
+
+WorkloadRef ClusterIndex::ControllerOf(const json& pod) const {
   const json* ref = ControllerRef(pod);
   const std::string ns = NamespaceOf(pod);
   if (ref == nullptr) return WorkloadRef{};
@@ -257,6 +281,23 @@ Plan BuildPlan(const ClusterObjects& objects, const translator::Translator& tran
   std::sort(plan.volumes.begin(), plan.volumes.end(),
             [](const VolumePlan& a, const VolumePlan& b) { return a.pv_name < b.pv_name; });
 
+  std::map<WorkloadRef, WorkloadPlan> workloads;
+  for (const auto& v : plan.volumes) {
+    for (const auto& pod : v.pods) {
+      WorkloadRef w = pod.owner;
+      if (w.kind.empty()) w = WorkloadRef{"Pod", pod.namespace_, pod.name, "", "", ""};
+      WorkloadPlan& wp = workloads[w];
+      if (wp.pvs.empty()) {
+        wp.workload = w;
+        wp.refusal = ScaleDownRefusal(pod.owner, pod.namespace_ + "/" + pod.name);
+      }
+      if (std::find(wp.pvs.begin(), wp.pvs.end(), v.pv_name) == wp.pvs.end()) {
+        wp.pvs.push_back(v.pv_name);
+      }
+    }
+  }
+  for (auto& [ref, wp] : workloads) plan.workloads.push_back(std::move(wp));
+
   auto templates = [&](const std::vector<json>& list, const std::string& kind) {
     for (const auto& w : list) {
       // ReplicaSets of a Deployment and Jobs of a CronJob are reported through their owner.
@@ -293,15 +334,33 @@ std::string InUseReason(const std::vector<PodRef>& pods) {
   return "in use by pod" + std::string(pods.size() > 1 ? "s " : " ") + names;
 }
 
+std::string ScaleDownRefusal(const WorkloadRef& owner, const std::string& pod) {
+  if (owner.scalable()) return "";
+  if (!owner.blocker.empty()) return owner.ToString() + ": " + owner.blocker;
+  if (owner.kind.empty()) {
+    return "pod " + pod +
+           " has no controller and cannot be scaled down: delete it (nothing brings it back), "
+           "apply again, then create it again";
+  }
+  if (owner.kind == "DaemonSet") {
+    return "DaemonSet/" + owner.name +
+           " cannot be scaled to zero: make it run on no node while the PVs move (a nodeSelector "
+           "no node matches) or delete it, apply again, then restore it";
+  }
+  if (owner.kind == "Job") {
+    return "Job/" + owner.name +
+           " cannot be scaled down: wait until it completes (or delete it), then apply again";
+  }
+  return owner.ToString() + " cannot be scaled down by migrate: stop its pods, then apply again";
+}
+
 std::string InUseRefusal(const std::vector<PodRef>& pods, bool scale_down) {
   if (pods.empty()) return "";
   if (!scale_down) return InUseReason(pods) + "; stop them or use --scale-down";
   for (const auto& pod : pods) {
     if (!pod.owner.scalable()) {
-      return "in use by pod " + pod.namespace_ + "/" + pod.name + ", which " +
-             (pod.owner.kind.empty() ? "has no controller"
-                                     : "is owned by " + pod.owner.ToString()) +
-             " and cannot be scaled down";
+      return "in use by pod " + pod.namespace_ + "/" + pod.name + ": " +
+             ScaleDownRefusal(pod.owner, pod.namespace_ + "/" + pod.name);
     }
   }
   return "";

@@ -35,7 +35,9 @@ struct WorkloadRef {
   std::string name;
   std::string group_version;  // for the /scale subresource
   std::string resource;       // plural; empty when the kind cannot be scaled to zero
-  bool scalable() const { return !resource.empty(); }
+  // Set when migrate must not scale it although its kind scales: an HPA with minReplicas 0.
+  std::string blocker;
+  bool scalable() const { return !resource.empty() && blocker.empty(); }
   std::string ToString() const { return kind + "/" + name; }
   bool operator<(const WorkloadRef& o) const {
     return std::tie(namespace_, kind, name) < std::tie(o.namespace_, o.kind, o.name);
@@ -87,9 +89,18 @@ struct InlineVolumeWork {
   std::string note;        // the translator's error, when it cannot
 };
 
+// A workload (or a bare pod) whose pods hold claims of migratable PVs: moved as one workload
+// group under one scale-down with --scale-down, or refused with what the operator must do.
+struct WorkloadPlan {
+  WorkloadRef workload;  // kind "Pod" for a pod without a controller
+  std::vector<std::string> pvs;
+  std::string refusal;  // empty: scales to zero with --scale-down
+};
+
 struct Plan {
   std::vector<VolumePlan> volumes;  // sorted by PV name
   std::vector<InlineVolumeWork> inline_volumes;
+  std::vector<WorkloadPlan> workloads;  // sorted by namespace, kind, name
 };
 
 struct PlanOptions {
@@ -109,13 +120,16 @@ class ClusterIndex {
   // Pods naming the claim in spec.volumes[].persistentVolumeClaim, in any phase.
   const std::vector<const nlohmann::json*>& PodsOfClaim(const std::string& ns,
                                                         const std::string& name) const;
+  // The pod's top-level controller, with `blocker` set when an HPA forbids scaling it.
   WorkloadRef OwnerOf(const nlohmann::json& pod) const;
   bool DriverRegistered(const std::string& driver) const;
 
  private:
+  WorkloadRef ControllerOf(const nlohmann::json& pod) const;
   std::unordered_map<std::string, const nlohmann::json*> claims_;
   std::unordered_map<std::string, std::vector<const nlohmann::json*>> pods_by_claim_;
   std::unordered_map<std::string, const nlohmann::json*> replicasets_;
+  std::unordered_map<std::string, const nlohmann::json*> hpa_by_target_;  // "Kind/ns/name"
   std::set<std::string> csidrivers_;
   std::set<std::string> node_drivers_;
   std::vector<const nlohmann::json*> empty_;
@@ -129,6 +143,11 @@ Plan BuildPlan(const ClusterObjects& objects, const translator::Translator& tran
                const PlanOptions& options);
 
 bool PodIsTerminated(const nlohmann::json& pod);
+
+// Why migrate does not scale the owner of a pod holding a claim, with what the operator must
+// do instead; "" when it scales to zero (Deployment, StatefulSet, ReplicaSet,
+// ReplicationController without an HPA that scales from zero). `pod` names a bare pod.
+std::string ScaleDownRefusal(const WorkloadRef& owner, const std::string& pod);
 
 // "in use by pod ns/a (Deployment/web), ns/b": the planner's kInUse reason.
 std::string InUseReason(const std::vector<PodRef>& pods);

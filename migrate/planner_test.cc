@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace flexcsi::migrate {
 namespace {
 
@@ -113,6 +115,60 @@ TEST_F(PlannerTest, DaemonSetAndBarePodsAreNotScalable) {
   ASSERT_EQ(v.pods.size(), 2u);
   EXPECT_FALSE(v.pods[0].owner.scalable());
   EXPECT_FALSE(v.pods[1].owner.scalable());
+}
+
+// plan lists each workload holding claims once, with its PVs, and for those migrate will not
+// scale what the operator must do.
+TEST_F(PlannerTest, WorkloadsAreListedWithWhatTheOperatorMustDo) {
+  for (const char* c : {"c1", "c2", "c3", "c4"}) {
+    objects_.pvs.push_back(EbsPv(std::string("pv-") + c, "ns", c, std::string("uid-") + c));
+    objects_.pvcs.push_back(Claim("ns", c, std::string("uid-") + c, std::string("pv-") + c));
+  }
+  objects_.csidrivers.push_back(Named("ebs.csi.aws.com"));
+  objects_.pods.push_back(Pod("ns", "web-0", "c1", "StatefulSet", "web", "Running"));
+  objects_.pods.push_back(Pod("ns", "web-1", "c2", "StatefulSet", "web", "Running"));
+  objects_.pods.push_back(Pod("ns", "agent-x", "c3", "DaemonSet", "agent", "Running"));
+  objects_.pods.push_back(Pod("ns", "bare", "c4", "", "", "Running"));
+  const Plan plan = BuildPlan(objects_, translator_, {});
+  ASSERT_EQ(plan.workloads.size(), 3u);
+  std::map<std::string, WorkloadPlan> by_kind;
+  for (const auto& w : plan.workloads) by_kind[w.workload.kind] = w;
+  EXPECT_EQ(by_kind["StatefulSet"].pvs, (std::vector<std::string>{"pv-c1", "pv-c2"}));
+  EXPECT_EQ(by_kind["StatefulSet"].refusal, "");
+  EXPECT_NE(by_kind["DaemonSet"].refusal.find("nodeSelector"), std::string::npos)
+      << by_kind["DaemonSet"].refusal;
+  EXPECT_EQ(by_kind["Pod"].workload.name, "bare");
+  EXPECT_NE(by_kind["Pod"].refusal.find("no controller"), std::string::npos);
+  EXPECT_NE(InUseRefusal(Find(plan, "pv-c3").pods, true).find("DaemonSet/agent"),
+            std::string::npos);
+}
+
+// An HPA stands still while its target is at 0 replicas, unless its minReplicas is 0
+// (HPAScaleToZero): such a target is refused, any other HPA changes nothing.
+TEST_F(PlannerTest, AnHpaThatScalesFromZeroBlocksTheScaleDown) {
+  for (const char* c : {"c1", "c2"}) {
+    objects_.pvs.push_back(EbsPv(std::string("pv-") + c, "ns", c, std::string("uid-") + c));
+    objects_.pvcs.push_back(Claim("ns", c, std::string("uid-") + c, std::string("pv-") + c));
+  }
+  objects_.csidrivers.push_back(Named("ebs.csi.aws.com"));
+  objects_.pods.push_back(Pod("ns", "a-0", "c1", "StatefulSet", "a", "Running"));
+  objects_.pods.push_back(Pod("ns", "b-0", "c2", "StatefulSet", "b", "Running"));
+  auto hpa = [](const std::string& name, const std::string& target, int min) {
+    return json{{"metadata", {{"namespace", "ns"}, {"name", name}}},
+                {"spec",
+                 {{"scaleTargetRef", {{"kind", "StatefulSet"}, {"name", target}}},
+                  {"minReplicas", min},
+                  {"maxReplicas", 5}}}};
+  };
+  objects_.hpas.push_back(hpa("a-hpa", "a", 2));
+  objects_.hpas.push_back(hpa("b-hpa", "b", 0));
+  const Plan plan = BuildPlan(objects_, translator_, {});
+  EXPECT_TRUE(Find(plan, "pv-c1").workloads[0].scalable());
+  EXPECT_EQ(InUseRefusal(Find(plan, "pv-c1").pods, true), "");
+  EXPECT_FALSE(Find(plan, "pv-c2").workloads[0].scalable());
+  const std::string refusal = InUseRefusal(Find(plan, "pv-c2").pods, true);
+  EXPECT_NE(refusal.find("HorizontalPodAutoscaler b-hpa has minReplicas 0"), std::string::npos)
+      << refusal;
 }
 
 TEST_F(PlannerTest, FlexWithoutRuleIsUntranslatable) {

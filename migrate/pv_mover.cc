@@ -3,11 +3,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <thread>
+
+#include "migrate/workload_scaler.h"
 
 namespace flexcsi::migrate {
 
@@ -22,13 +26,6 @@ const json::json_pointer kClaimRefUid("/spec/claimRef/uid");
 const json::json_pointer kPhase("/status/phase");
 
 ResourcePath Pvs() { return ResourcePath::Core("persistentvolumes"); }
-
-ResourcePath ScaleOf(const ScaledWorkload& w) {
-  ResourcePath p = w.group_version == "v1"
-                       ? ResourcePath::Core(w.resource, w.namespace_)
-                       : ResourcePath::Group(w.group_version, w.resource, w.namespace_);
-  return p.Named(w.name).Sub("scale");
-}
 
 // A random RFC 4122 version-4 uid: the claimRef uid that releases a PV. No claim will ever have
 // it, which is exactly what makes the PV controller treat the PV's claim as gone.
@@ -135,10 +132,9 @@ void MaybeCrashForTest(const std::string& step, bool after_action) {
 }
 
 void MaybeHoldForTest() {
-  static bool held = false;
+  static std::atomic<bool> held{false};  // the first of any worker thread holds
   const char* dir = std::getenv("FLEXCSI_MIGRATE_HOLD_DIR");
-  if (dir == nullptr || held) return;
-  held = true;
+  if (dir == nullptr || held.exchange(true)) return;
   const std::string base(dir);
   std::ofstream(base + "/held").put('\n');
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -155,7 +151,7 @@ class PvMover::Run {
     result_.pv_name = pv_name_;
   }
 
-  MoveResult Apply();
+  MoveResult Apply(const WorkloadGroupRecord* group);
   MoveResult Rollback();
 
  private:
@@ -226,7 +222,6 @@ class PvMover::Run {
   Status EditPv(const std::function<StatusOr<bool>(json& pv)>& edit, const std::string& what);
   Status DeletePvSafely(PvKind expected);
   Status CreatePv(const json& object, PvKind expected);
-  Status ScaleTo(const ScaledWorkload& w, int64_t replicas, bool only_from_zero, std::string* note);
   Status RecordWorkloads();
   Status ScaleDownAndQuiesce();
   // The guard of every claimRef move, in both directions: waits until no pod holds the claim, no
@@ -248,7 +243,7 @@ class PvMover::Run {
     return Status::Ok();
   }
   void Progress(const std::string& what) {
-    if (m_->options_.progress) m_->options_.progress(pv_name_ + ": " + what);
+    if (m_->options_.progress) m_->options_.progress(pv_name_, what);
   }
   Status RunSteps(const std::vector<std::string>& steps,
                   const std::function<Status(const std::string&)>& take);
@@ -299,6 +294,7 @@ StatusOr<VolumePlan> PvMover::Run::FreshPlan(const json& pv) {
       if (!list.ok()) return list.status().WithContext("list " + path.resource + " in " + ns);
       for (auto& item : (*list)["items"]) out->push_back(std::move(item));
     }
+    FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client_, ns, &o.hpas));
   }
   for (auto [path, out] :
        {std::pair{ResourcePath::Group("storage.k8s.io/v1", "csidrivers"), &o.csidrivers},
@@ -381,8 +377,13 @@ std::vector<PodRef> PvMover::Run::PodsNotOurs(const VolumePlan& plan) const {
   return out;
 }
 
+// Polls `done` from poll_interval, growing by half each round up to max_poll_interval: what
+// settles in a moment (a release, a delete) is seen at once, and what waits on the PV
+// controller's periodic claim sync (binding: up to --pvclaimbinder-sync-period, 15 s) costs a
+// few reads a second instead of five, which matters with many PVs moving at once.
 Status PvMover::Run::Wait(const std::function<StatusOr<bool>()>& done, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + m_->options_.wait_timeout;
+  auto interval = m_->options_.poll_interval;
   while (true) {
     auto d = done();
     if (!d.ok()) return d.status();
@@ -394,7 +395,8 @@ Status PvMover::Run::Wait(const std::function<StatusOr<bool>()>& done, const std
               std::chrono::duration_cast<std::chrono::seconds>(m_->options_.wait_timeout).count()) +
           "s waiting for " + what);
     }
-    std::this_thread::sleep_for(m_->options_.poll_interval);
+    std::this_thread::sleep_for(interval);
+    interval = std::min(m_->options_.max_poll_interval, interval + interval / 2);
   }
 }
 
@@ -509,38 +511,6 @@ Status PvMover::Run::CreatePv(const json& object, PvKind expected) {
   return Aborted("PV " + pv_name_ + " kept appearing and disappearing while creating it");
 }
 
-Status PvMover::Run::ScaleTo(const ScaledWorkload& w, int64_t replicas, bool only_from_zero,
-                             std::string* note) {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    auto scale = client_.Get(ScaleOf(w));
-    if (!scale.ok()) {
-      if (kube::IsNotFound(scale.status()) && note != nullptr) {
-        *note = w.kind + "/" + w.name + " no longer exists";
-        return Status::Ok();
-      }
-      return scale.status().WithContext("read scale of " + w.kind + "/" + w.name);
-    }
-    const int64_t current = scale->value("spec", json::object()).value("replicas", int64_t{0});
-    if (current == replicas) return Status::Ok();
-    if (only_from_zero && current != 0) {
-      // Someone scaled it while we worked: their word stands.
-      if (note != nullptr) {
-        *note = w.kind + "/" + w.name + " left at " + std::to_string(current) +
-                " replicas (changed by someone else; recorded " + std::to_string(replicas) + ")";
-      }
-      return Status::Ok();
-    }
-    json s = *scale;
-    s["spec"]["replicas"] = replicas;
-    auto updated = client_.Update(ScaleOf(w), s);
-    if (updated.ok()) return Status::Ok();
-    if (!kube::IsConflict(updated.status())) {
-      return updated.status().WithContext("scale " + w.kind + "/" + w.name);
-    }
-  }
-  return Aborted("scale of " + w.kind + "/" + w.name + " kept changing under us");
-}
-
 // Records the replicas of every owner of a pod holding the claim, once: an owner already in the
 // journal keeps the replicas read first (it may be at 0 by now, scaled down by this migration).
 Status PvMover::Run::RecordWorkloads() {
@@ -554,6 +524,11 @@ Status PvMover::Run::RecordWorkloads() {
   auto plan = FreshPlan(rec_.original_pv);
   if (!plan.ok()) return plan.status();
   const std::vector<PodRef> others = PodsNotOurs(*plan);
+  if (!rec_.workload_group.empty() && rec_.direction == "apply" && !others.empty()) {
+    return FailedPrecondition("claim " + rec_.ClaimKey() + " is held by pods outside its " +
+                              "workload group " + rec_.workload_group + ": " + InUseReason(others) +
+                              "; stop them and run apply again");
+  }
   const std::string refusal = InUseRefusal(others, m_->options_.scale_down);
   if (!refusal.empty()) return FailedPrecondition("claim " + rec_.ClaimKey() + ": " + refusal);
   bool added = false;
@@ -574,9 +549,11 @@ Status PvMover::Run::RecordWorkloads() {
 
 Status PvMover::Run::ScaleDownAndQuiesce() {
   FLEXCSI_RETURN_IF_ERROR(RecordWorkloads());
-  for (const auto& w : rec_.workloads) {
+  // Apply of a group member: the group has scaled its workloads (rollback scales for itself).
+  const bool group_scaled = !rec_.workload_group.empty() && rec_.direction == "apply";
+  for (const auto& w : group_scaled ? std::vector<ScaledWorkload>{} : rec_.workloads) {
     Progress("scaling " + w.kind + "/" + w.name + " from " + std::to_string(w.replicas) + " to 0");
-    FLEXCSI_RETURN_IF_ERROR(ScaleTo(w, 0, false, nullptr));
+    FLEXCSI_RETURN_IF_ERROR(ScaleWorkloadTo(client_, w, 0, false, nullptr));
   }
   return WaitQuiesced();
 }
@@ -606,9 +583,25 @@ Status PvMover::Run::WaitQuiesced() {
 }
 
 Status PvMover::Run::RestoreReplicas() {
+  if (!rec_.workload_group.empty()) {
+    if (rec_.direction == "apply") return Status::Ok();  // the group restores, once
+    // Rollback of a group member: the workloads come back only when no other member of the
+    // group is half-way (its claim may be Lost right now; pods must not start on it).
+    auto records = m_->journal_->List();
+    if (!records.ok()) return records.status();
+    for (const auto& r : *records) {
+      if (r.workload_group == rec_.workload_group && r.pv_name != pv_name_ &&
+          r.state == RecordState::kInProgress) {
+        notes_.push_back("replicas left at 0 while PV " + r.pv_name + " of workload group " +
+                         rec_.workload_group + " is at step " + r.step +
+                         "; finish it with apply or rollback");
+        return Status::Ok();
+      }
+    }
+  }
   for (const auto& w : rec_.workloads) {
     std::string note;
-    FLEXCSI_RETURN_IF_ERROR(ScaleTo(w, w.replicas, true, &note));
+    FLEXCSI_RETURN_IF_ERROR(ScaleWorkloadTo(client_, w, w.replicas, true, &note));
     if (!note.empty()) notes_.push_back(note);
   }
   return Status::Ok();
@@ -867,7 +860,7 @@ MoveResult PvMover::Run::DryRun(const json& pv, const VolumePlan& plan) {
   return result_;
 }
 
-MoveResult PvMover::Run::Apply() {
+MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
   const bool dry_run = m_->options_.dry_run;
   std::optional<MigrationRecord> existing;
   if (!dry_run) {
@@ -922,6 +915,12 @@ MoveResult PvMover::Run::Apply() {
     rec_.target_pv = plan->target_pv;
     rec_.original_reclaim_policy = plan->reclaim_policy.empty() ? "Retain" : plan->reclaim_policy;
     rec_.release_uid = NewReleaseUid();
+    if (group != nullptr) {
+      // The group read these replicas before its scale-down: they are the ones to restore.
+      rec_.workload_group = group->id;
+      rec_.workloads = group->workloads;
+      rec_.workloads_recorded = true;
+    }
     Status s = Announce("checked");
     if (!s.ok()) return Fail(s);
   }
@@ -951,8 +950,13 @@ MoveResult PvMover::Run::Rollback() {
   resumed_ = rec_.direction == "rollback";
   const bool turning = rec_.direction != "rollback";
   // Apply got as far as restoring the replicas it recorded: its workloads are no longer ours.
-  const bool replicas_restored =
-      turning && (rec_.state == RecordState::kMoved || rec_.step == "done");
+  bool replicas_restored = turning && (rec_.state == RecordState::kMoved || rec_.step == "done");
+  if (replicas_restored && !rec_.workload_group.empty()) {
+    // A group member's own "done" is not its group's: the group restores once all are settled.
+    auto group = m_->journal_->GetGroup(rec_.workload_group);
+    if (!group.ok()) return Fail(group.status());
+    replicas_restored = !*group || (*group)->step == "group-done";
+  }
   // The in-use rule of apply, before anything is written (the journal included).
   auto plan = FreshPlan(rec_.original_pv);
   if (!plan.ok()) return Fail(plan.status());
@@ -961,8 +965,11 @@ MoveResult PvMover::Run::Rollback() {
   if (!refusal.empty()) return Refuse(refusal);
   if (turning) {
     if (replicas_restored) {
+      // A group member past its own steps: the group restores (or has restored) the replicas it
+      // recorded; this rollback records and restores afresh, on its own.
       rec_.workloads.clear();
       rec_.workloads_recorded = false;
+      rec_.workload_group.clear();
     }
     Progress("rolling back from step " + rec_.step);
     rec_.direction = "rollback";
@@ -985,7 +992,9 @@ PvMover::PvMover(kube::KubeClient* client, MigrationJournal* journal,
                  const translator::Translator* translator, MoveOptions options)
     : client_(client), journal_(journal), translator_(translator), options_(std::move(options)) {}
 
-MoveResult PvMover::Apply(const std::string& pv_name) { return Run(this, pv_name).Apply(); }
+MoveResult PvMover::Apply(const std::string& pv_name, const WorkloadGroupRecord* group) {
+  return Run(this, pv_name).Apply(group);
+}
 MoveResult PvMover::Rollback(const std::string& pv_name) { return Run(this, pv_name).Rollback(); }
 
 }  // namespace flexcsi::migrate

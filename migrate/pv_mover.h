@@ -23,6 +23,9 @@
 //   restoring-policy   the original reclaim policy on the new P
 //   restoring-replicas the recorded replicas (only where the workload is still at 0)
 //   done
+// A PV moving with its workload group (MoveInGroups, apply --scale-down) leaves scale-down and
+// restore to the group: its scaling-down step checks and waits, its restoring-replicas step
+// writes nothing.
 // Rollback walks back from any step with rb-scaling-down, rb-retaining, rb-releasing,
 // rb-deleting-new, rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas
 // and ends rolled-back: the original PV (same name, original source, claimRef to C's uid,
@@ -64,9 +67,12 @@ struct MoveOptions {
   bool scale_down = false;
   bool dry_run = false;  // every write with dryRun=All; nothing journaled
   std::chrono::milliseconds wait_timeout{std::chrono::minutes(5)};  // per wait
-  std::chrono::milliseconds poll_interval{200};
-  // Progress lines ("pv-1: retaining"); may be empty.
-  std::function<void(const std::string& line)> progress;
+  std::chrono::milliseconds poll_interval{200};                     // the first wait between reads
+  std::chrono::milliseconds max_poll_interval{1000};                // what it grows to (see Wait)
+  // What a run is doing: each step as it is announced (`what` is the step's name, as in
+  // ApplySteps / RollbackSteps) and notes ("scaling Deployment/web from 2 to 0"). Called from
+  // the thread moving `pv`; may be empty.
+  std::function<void(const std::string& pv, const std::string& what)> progress;
 };
 
 enum class Outcome {
@@ -98,7 +104,12 @@ class PvMover {
   PvMover(kube::KubeClient* client, MigrationJournal* journal,
           const translator::Translator* translator, MoveOptions options);
 
-  MoveResult Apply(const std::string& pv_name);
+  // `group`: the PV moves as a member of that workload group, which has scaled its workloads to
+  // 0 and restores them once every member is settled (see WorkloadGroupRecord): this PV's
+  // scaling-down step only checks that no pod outside the group holds the claim and waits for
+  // quiet, and its restoring-replicas step leaves the replicas to the group. Null for a PV on
+  // its own (or resumed: a journaled row keeps the group it started with).
+  MoveResult Apply(const std::string& pv_name, const WorkloadGroupRecord* group = nullptr);
   MoveResult Rollback(const std::string& pv_name);
 
  private:

@@ -85,9 +85,19 @@ json PlanToJson(const Plan& plan) {
                               {"csiDriver", w.csi_driver},
                               {"note", w.note}});
   }
+  json workloads = json::array();
+  for (const auto& w : plan.workloads) {
+    workloads.push_back({{"kind", w.workload.kind},
+                         {"namespace", w.workload.namespace_},
+                         {"name", w.workload.name},
+                         {"pvs", w.pvs},
+                         {"scaleDown", w.refusal.empty()},
+                         {"refusal", w.refusal}});
+  }
   return {{"apiVersion", "flexcsi.io/v1alpha1"},
           {"kind", "MigrationPlan"},
           {"volumes", volumes},
+          {"workloads", workloads},
           {"inlineVolumes", inline_volumes},
           {"summary",
            {{"volumes", plan.volumes.size()},
@@ -109,13 +119,26 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
     }
     if (v.verdict == Verdict::kCanMove) ++movable;
     rows.push_back({v.pv_name, v.source, OrDash(v.ClaimKey()), OrDash(v.csi_driver),
-                    v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict),
-                    OrDash(users),
-                    v.verdict == Verdict::kInUse ? "stop them, or apply --scale-down" : v.reason});
+                    v.verdict == Verdict::kCanMove ? "yes" : VerdictName(v.verdict), OrDash(users),
+                    v.verdict != Verdict::kInUse         ? v.reason
+                    : InUseRefusal(v.pods, true).empty() ? "stop them, or apply --scale-down"
+                                                         : InUseRefusal(v.pods, true)});
   }
   PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
   out << "\n" << PvCount(plan.volumes.size()) << ": " << movable << " can move now, "
       << plan.volumes.size() - movable << " cannot.\n";
+  if (!plan.workloads.empty()) {
+    out << "\nWorkloads holding these claims (apply --scale-down scales each to 0 once, moves "
+           "all its PVs, then restores its replicas):\n";
+    std::vector<std::vector<std::string>> workload_rows;
+    for (const auto& w : plan.workloads) {
+      std::string pvs;
+      for (const auto& pv : w.pvs) pvs += (pvs.empty() ? "" : ",") + pv;
+      workload_rows.push_back({w.workload.kind, w.workload.namespace_ + "/" + w.workload.name, pvs,
+                               w.refusal.empty() ? "yes" : "no: " + w.refusal});
+    }
+    PrintTable({"KIND", "NAME", "PVS", "SCALE DOWN"}, workload_rows, out);
+  }
   if (!plan.inline_volumes.empty()) {
     out << "\nInline in-tree/FlexVolume volumes in pod templates (operator work: edit these "
            "workloads; migrate never does):\n";
@@ -163,7 +186,8 @@ void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out
   }
 }
 
-json JournalToJson(const std::vector<MigrationRecord>& records) {
+json JournalToJson(const std::vector<MigrationRecord>& records,
+                   const std::vector<WorkloadGroupRecord>& groups) {
   json items = json::array();
   for (const auto& r : records) {
     json workloads = json::array();
@@ -179,13 +203,28 @@ json JournalToJson(const std::vector<MigrationRecord>& records) {
                                              .value("driver", "")
                                        : ""},
                      {"workloads", workloads},
+                     {"workloadGroup", r.workload_group},
                      {"lastError", r.last_error},
                      {"updated", Time(r.updated_at)}});
   }
-  return {{"apiVersion", "flexcsi.io/v1alpha1"}, {"kind", "MigrationJournal"}, {"items", items}};
+  json group_items = json::array();
+  for (const auto& g : groups) {
+    json workloads = json::array();
+    for (const auto& w : g.workloads) workloads.push_back(ToJson(w));
+    group_items.push_back({{"id", g.id},
+                           {"step", g.step},
+                           {"workloads", workloads},
+                           {"members", g.members},
+                           {"updated", Time(g.updated_at)}});
+  }
+  return {{"apiVersion", "flexcsi.io/v1alpha1"},
+          {"kind", "MigrationJournal"},
+          {"items", items},
+          {"workloadGroups", group_items}};
 }
 
-void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream& out) {
+void PrintJournalTable(const std::vector<MigrationRecord>& records,
+                       const std::vector<WorkloadGroupRecord>& groups, std::ostream& out) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : records) {
     std::string replicas;
@@ -199,6 +238,19 @@ void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream
   }
   PrintTable({"PV", "CLAIM", "DIRECTION", "STEP", "STATE", "REPLICAS", "UPDATED", "ERROR"}, rows,
              out);
+  if (groups.empty()) return;
+  out << "\nWorkload groups (scaled down once, restored once all their PVs are settled):\n";
+  std::vector<std::vector<std::string>> group_rows;
+  for (const auto& g : groups) {
+    std::string replicas;
+    for (const auto& w : g.workloads) {
+      replicas +=
+          (replicas.empty() ? "" : ",") + w.kind + "/" + w.name + "=" + std::to_string(w.replicas);
+    }
+    group_rows.push_back(
+        {g.id, g.step, std::to_string(g.members.size()), OrDash(replicas), Time(g.updated_at)});
+  }
+  PrintTable({"GROUP", "STEP", "PVS", "REPLICAS", "UPDATED"}, group_rows, out);
 }
 
 }  // namespace flexcsi::migrate

@@ -20,8 +20,11 @@ void PrintPlanTable(const Plan& plan, std::ostream& out);
 nlohmann::json ResultsToJson(const std::string& command, const std::vector<MoveResult>& results);
 void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out);
 
-nlohmann::json JournalToJson(const std::vector<MigrationRecord>& records);
-void PrintJournalTable(const std::vector<MigrationRecord>& records, std::ostream& out);
+// The PVs' rows, then the workload groups (with the replicas each will be restored to).
+nlohmann::json JournalToJson(const std::vector<MigrationRecord>& records,
+                             const std::vector<WorkloadGroupRecord>& groups);
+void PrintJournalTable(const std::vector<MigrationRecord>& records,
+                       const std::vector<WorkloadGroupRecord>& groups, std::ostream& out);
 
 // Columns padded to their widest cell, two spaces apart, no trailing blanks.
 void PrintTable(const std::vector<std::string>& header,

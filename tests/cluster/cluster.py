@@ -343,7 +343,8 @@ class Cluster:
     def _audit_policy(self):
         """Every request, by whom (user agent) and with what result; PV writes with their
         bodies (delete preconditions, the object deleted), so suites can check the rules the
-        stand-in's audit log is used for on the real API server's own record."""
+        stand-in's audit log is used for on the real API server's own record; writes of a
+        workload's replicas (/scale) with their bodies, so a suite can count scale-downs."""
         policy = os.path.join(self.dir, "audit-policy.yaml")
         with open(policy, "w") as f:
             json.dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
@@ -354,6 +355,9 @@ class Cluster:
                                   "verbs": ["create", "update", "patch", "delete"],
                                   "resources": [{"group": "",
                                                  "resources": ["persistentvolumes"]}]},
+                                 {"level": "RequestResponse", "verbs": ["update", "patch"],
+                                  "resources": [{"group": "apps", "resources": [
+                                      "deployments/scale", "statefulsets/scale"]}]},
                                  {"level": "Metadata"}]}, f)
         return policy
 

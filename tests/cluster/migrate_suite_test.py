@@ -10,6 +10,10 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
 4. rollback of test 1's PV while the Deployment still runs on it (csi-attacher's VolumeAttachment
    and external-attacher finalizer in place): refused naming the pod, nothing written; then with
    `--scale-down` the pod comes back on the FlexVolume PV with the checksum of test 1
+5. a StatefulSet (3 replicas x 2 volumeClaimTemplates claims, an HPA on it) moves under one
+   scale-down with `apply --all --parallel`, killed with -9 and resumed: scaled to 0 once and
+   back once (audit log), pods back with their data
+6. 12 idle PVs with `--parallel 6`, killed with -9 while several move, resumed: all moved
 9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
    rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
    on a Retain PV
@@ -217,6 +221,126 @@ class MigrateSuite(unittest.TestCase):
             self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n])
         self.assertEqual(get("pv", "ebs-a")["spec"]["persistentVolumeReclaimPolicy"], "Delete")
         self.assertEqual(get("pv", "ebs-a")["spec"]["csi"]["driver"], "ebs.csi.aws.com")
+
+    def test_5_a_statefulset_moves_under_one_scale_down(self):
+        """3 replicas x 2 volumeClaimTemplates claims on FlexVolume PVs, an autoscaling/v2 HPA
+        (minReplicas 3) on the StatefulSet: one `apply --all --scale-down`, killed with -9 at a
+        point chosen by FLEXCSI_FAULT_SEED and resumed, scales it to 0 once and back to 3 once
+        (the API server's audit log, bodies included), and the HPA never scales it up meanwhile
+        (its controller disables itself while the target is at 0)."""
+        ns, name, replicas = "stateful", "web", 3
+        claims = ["%s-%s-%d" % (t, name, i) for i in range(replicas) for t in ("data", "logs")]
+        objects = [clustertest.namespace_object(ns)]
+        for claim in claims:
+            objects += [flex_pv(claim, PLUGINS.create_volume(SHAPE, claim), ns),
+                        bound_claim(ns, claim)]
+        apply(objects)
+        wait_for("the claims to bind", lambda: all(claim_bound(ns, c) for c in claims), 60)
+        uids = {c: get("pvc", c, ns)["metadata"]["uid"] for c in claims}
+        template = busybox_pod(ns, name, [], [{"name": "data", "mountPath": "/data"},
+                                              {"name": "logs", "mountPath": "/logs"}],
+                               command="for d in data logs; do test -f /$d/payload || "
+                                       "head -c 1048576 /dev/urandom > /$d/payload; done; "
+                                       "sleep 3600")
+        claim_template = lambda t: {"metadata": {"name": t}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "resources": {"requests": {"storage": "320Mi"}}}}
+        apply([{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": replicas, "serviceName": name,
+                         "podManagementPolicy": "Parallel",
+                         "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}},
+                                      "spec": template["spec"]},
+                         "volumeClaimTemplates": [claim_template("data"),
+                                                  claim_template("logs")]}},
+               {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                            "name": name},
+                         "minReplicas": replicas, "maxReplicas": replicas + 2,
+                         "metrics": [{"type": "Resource", "resource": {
+                             "name": "cpu", "target": {"type": "Utilization",
+                                                       "averageUtilization": 80}}}]}}])
+        pods = ["%s-%d" % (name, i) for i in range(replicas)]
+        wait_for("the StatefulSet's pods", lambda: all(
+            running_pod(ns, "statefulset.kubernetes.io/pod-name=" + p) for p in pods), 120)
+        before = {(p, d): exec_in(ns, p, "sha256sum", "/%s/payload" % d).split()[0]
+                  for p in pods for d in ("data", "logs")}
+        seen = len(clustertest.CLUSTER.audit_events())
+
+        journal = os.path.join(PLUGINS.dir, "journal-stateful")
+        point = random.Random(os.environ.get("FLEXCSI_FAULT_SEED", "1")).choice(
+            ["group-scaling-down+", "group-moving", "releasing", "binding", "restoring-replicas+",
+             "group-restoring-replicas"])
+        started = time.monotonic()
+        crashed = migrate("apply", "--all", "-n", ns, "--scale-down", "--parallel", "6",
+                          crash_after=point, journal=journal)
+        self.assertEqual(crashed.returncode, -9, "killed after %s?\n%s%s"
+                         % (point, crashed.stdout, crashed.stderr))
+        resumed = migrate("apply", "--all", "-n", ns, "--scale-down", "--parallel", "6",
+                          journal=journal)
+        print("\nStatefulSet, 6 PVs: killed after %s, resumed; %.1f s in all"
+              % (point, time.monotonic() - started), flush=True)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+        for claim in claims:
+            pv = get("pv", claim)
+            self.assertEqual(pv["spec"]["csi"]["driver"], DRIVER, claim)
+            self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[claim], claim)
+            self.assertEqual(get("pvc", claim, ns)["metadata"]["uid"], uids[claim])
+        self.assertEqual(get("statefulset", name, ns)["spec"]["replicas"], replicas)
+
+        scale_writes = [e for e in clustertest.CLUSTER.audit_events()[seen:]
+                        if e.get("objectRef", {}).get("resource") == "statefulsets"
+                        and e["objectRef"].get("subresource") == "scale"
+                        and e["verb"] in ("update", "patch")
+                        and e["responseStatus"]["code"] < 300]
+        # (a Scale's spec.replicas is omitempty: 0 is an absent field in the recorded body)
+        self.assertEqual([(e["userAgent"].split("/")[0],
+                           e["requestObject"]["spec"].get("replicas", 0)) for e in scale_writes],
+                         [("flexcsi", 0), ("flexcsi", replicas)],
+                         "the StatefulSet was not scaled to 0 once and back once by flexcsi "
+                         "alone")
+        for p in pods:
+            wait_for("pod %s back on the CSI PVs" % p,
+                     lambda: running_pod(ns, "statefulset.kubernetes.io/pod-name=" + p), 180)
+            for d in ("data", "logs"):
+                self.assertEqual(exec_in(ns, p, "sha256sum", "/%s/payload" % d).split()[0],
+                                 before[(p, d)], "%s:/%s" % (p, d))
+
+    def test_6_parallel_apply_killed_mid_way_resumes_every_pv(self):
+        ns, count = "parallel", 12
+        names = ["par-%d" % i for i in range(count)]
+        objects = [clustertest.namespace_object(ns)]
+        for n in names:
+            objects += [flex_pv(n, "par-volume-" + n, ns, reclaim="Delete"), bound_claim(ns, n)]
+        apply(objects)
+        wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+        uids = {n: get("pvc", n, ns)["metadata"]["uid"] for n in names}
+        journal = os.path.join(PLUGINS.dir, "journal-parallel")
+        started = time.monotonic()
+        # The first of the 6 workers to reach `binding` kills the run: the others are half-way.
+        crashed = migrate("apply", "--all", "-n", ns, "--parallel", "6", crash_after="binding",
+                          journal=journal)
+        self.assertEqual(crashed.returncode, -9, crashed.stdout + crashed.stderr)
+        status = subprocess.run([PLUGINS.flexcsi_bin, "migrate", "status", "--journal", journal,
+                                 "-o", "json"], capture_output=True, text=True, check=True)
+        rows = json.loads(status.stdout)["items"]
+        in_progress = [r for r in rows if r["state"] == "in-progress"]
+        print("\nkilled after binding with %d PVs journaled, %d in progress: %s"
+              % (len(rows), len(in_progress), sorted(r["step"] for r in in_progress)),
+              flush=True)
+        self.assertGreater(len(in_progress), 1, "no PVs were moving at once: %s" % rows)
+        resumed = migrate("apply", "--all", "-n", ns, "--parallel", "6", journal=journal)
+        print("12 idle PVs, --parallel 6, killed and resumed: %.1f s"
+              % (time.monotonic() - started), flush=True)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+        for n in names:
+            pv = get("pv", n)
+            self.assertEqual(pv["spec"]["csi"]["driver"], DRIVER, n)
+            self.assertEqual(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete", n)
+            self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n], n)
+            wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
 
     def test_9_the_real_audit_log_keeps_the_stand_ins_rules(self):
         events = [e for e in clustertest.CLUSTER.audit_events()

@@ -1,0 +1,177 @@
+// Workload groups against the strict fake API server: a Deployment with two claims moves under
+// one scale-down, killed with -9 at every step of its group (and at PV steps in between) and
+// resumed, with its replicas restored exactly once to the value read before the scale-down.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "migrate/journal.h"
+#include "tests/migrate/migrate_test_env.h"
+
+namespace flexcsi::migrate::testing {
+namespace {
+
+using kube::ResourcePath;
+
+class MigrateGroupTest : public MigrateEnvTest {
+ protected:
+  // Deployment `name` with `replicas` pods, each mounting claims a-<name> and b-<name> (bound to
+  // PVs of the same names' with the namespace in front).
+  void CreateTwoClaimDeployment(const std::string& name, int replicas, int disk) {
+    const auto sources = AllSources();
+    for (const char* c : {"a-", "b-"}) {
+      const std::string claim = c + name;
+      const auto& [field, source] = sources[(disk + (c[0] == 'a' ? 0 : 1)) % sources.size()];
+      auto pv = env_->CreateBoundVolume(ns_, Pv(claim), claim, field,
+                                        DistinctSource(source, disk * 2 + (c[0] == 'a' ? 0 : 1)),
+                                        "Delete", /*wait=*/false);
+      ASSERT_TRUE(pv.ok()) << pv.status().ToString();
+    }
+    json dep = {
+        {"apiVersion", "apps/v1"},
+        {"kind", "Deployment"},
+        {"metadata", {{"name", name}, {"namespace", ns_}}},
+        {"spec",
+         {{"replicas", replicas},
+          {"selector", {{"matchLabels", {{"app", name}}}}},
+          {"template",
+           {{"metadata", {{"labels", {{"app", name}}}}},
+            {"spec",
+             {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
+              {"volumes",
+               {{{"name", "a"}, {"persistentVolumeClaim", {{"claimName", "a-" + name}}}},
+                {{"name", "b"}, {"persistentVolumeClaim", {{"claimName", "b-" + name}}}}}}}}}}}}};
+    auto created = env_->client().Create(ResourcePath::Group("apps/v1", "deployments", ns_), dep);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+  std::string Pv(const std::string& claim) { return (ns_ + "-" + claim).substr(0, 60); }
+  std::vector<std::string> Args(const std::string& name, const std::string& journal) {
+    return {"apply",        "--pv",          Pv("a-" + name),
+            "--pv",         Pv("b-" + name), "--yes",
+            "--journal",    journal,         "--timeout",
+            "30",           "--rules",       env_->rules_path(),
+            "--scale-down", "--parallel",    "2"};
+  }
+  // The successful writes of the Deployment's replicas (through /scale), in order.
+  std::vector<int> ScaleWrites(const std::string& name) {
+    std::vector<int> out;
+    auto audit = env_->Audit();
+    EXPECT_TRUE(audit.ok());
+    for (const auto& e : (*audit)["items"]) {
+      if (e.value("resource", "") != "deployments" || e.value("subresource", "") != "scale" ||
+          e.value("namespace", "") != ns_ || e.value("name", "") != name ||
+          e.value("dryRun", false) || e.value("code", 0) >= 300) {
+        continue;
+      }
+      out.push_back(e["object"]["spec"].value("replicas", -1));
+    }
+    return out;
+  }
+};
+
+TEST_F(MigrateGroupTest, KilledAtEveryGroupStepResumesAndRestoresReplicasOnce) {
+  const std::vector<std::string> points = {"group-scaling-down",
+                                           "group-scaling-down+",
+                                           "group-moving",
+                                           "binding",
+                                           "restoring-replicas+",
+                                           "group-restoring-replicas",
+                                           "group-restoring-replicas+",
+                                           "group-done"};
+  for (size_t i = 0; i < points.size(); ++i) {
+    CreateTwoClaimDeployment("app-" + std::to_string(i), 2, static_cast<int>(i));
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string name = "app-" + std::to_string(i);
+    for (const char* c : {"a-", "b-"})
+      ASSERT_TRUE(env_->WaitBound(ns_, Pv(c + name), c + name).ok());
+    ASSERT_TRUE(env_->WaitRunningPods(ns_, "a-" + name, 2).ok());
+  }
+  std::vector<std::pair<pid_t, std::string>> runs;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string name = "app-" + std::to_string(i);
+    const std::string prefix = env_->dir() + "/" + ns_ + "-" + name + "-crash";
+    runs.push_back({env_->Spawn(Args(name, journal_ + "-" + name),
+                                {"FLEXCSI_MIGRATE_CRASH_AFTER=" + points[i]}, prefix),
+                    prefix});
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    ToolRun crashed = MigrateEnv::Wait(runs[i].first, runs[i].second);
+    EXPECT_EQ(crashed.signal, SIGKILL) << points[i] << ": " << crashed.out << crashed.err;
+  }
+  runs.clear();
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string name = "app-" + std::to_string(i);
+    const std::string prefix = env_->dir() + "/" + ns_ + "-" + name + "-resume";
+    runs.push_back({env_->Spawn(Args(name, journal_ + "-" + name), {}, prefix), prefix});
+  }
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string name = "app-" + std::to_string(i);
+    SCOPED_TRACE("killed after " + points[i]);
+    ToolRun resumed = MigrateEnv::Wait(runs[i].first, runs[i].second);
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+    for (const char* c : {"a-", "b-"}) {
+      auto live = env_->Get(testing::Pv(Pv(c + name)));
+      ASSERT_TRUE(live.ok());
+      EXPECT_TRUE((*live)["spec"].contains("csi")) << (*live).dump();
+      volumes.push_back({Pv(c + name), c + name});
+    }
+    auto dep = env_->Get(ResourcePath::Group("apps/v1", "deployments", ns_).Named(name));
+    ASSERT_TRUE(dep.ok());
+    EXPECT_EQ((*dep)["spec"]["replicas"], 2);
+    // One scale-down for both claims, one restore to the value read before it.
+    EXPECT_EQ(ScaleWrites(name), (std::vector<int>{0, 2}));
+    auto journal = MigrationJournal::OpenForReading(journal_ + "-" + name);
+    ASSERT_TRUE(journal.ok());
+    auto group = (*journal)->GetGroup("Deployment " + ns_ + "/" + name);
+    ASSERT_TRUE(group.ok() && group->has_value());
+    EXPECT_EQ((*group)->step, "group-done");
+    EXPECT_EQ((*group)->members.size(), 2u);
+    ToolRun status = env_->Run({"status", "--journal", journal_ + "-" + name, "-o", "json"});
+    ASSERT_EQ(status.exit_code, 0) << status.err;
+    const json st = json::parse(status.out);
+    ASSERT_EQ(st["workloadGroups"].size(), 1u) << status.out;
+    EXPECT_EQ(st["workloadGroups"][0]["step"], "group-done");
+    EXPECT_EQ(st["workloadGroups"][0]["workloads"][0]["replicas"], 2);
+    EXPECT_EQ(st["items"][0]["workloadGroup"], "Deployment " + ns_ + "/" + name);
+  }
+  ExpectNothingLost(*env_, ns_, volumes);
+}
+
+// Rolling back one PV of a group while the other is still half-way leaves the workload at 0:
+// its pods would otherwise start on a claim that is Lost right now.
+TEST_F(MigrateGroupTest, RollbackOfOneMemberWaitsForTheOtherBeforeRestoringReplicas) {
+  CreateTwoClaimDeployment("web", 1, 40);
+  for (const char* c : {"a-", "b-"})
+    ASSERT_TRUE(env_->WaitBound(ns_, Pv(c + std::string("web")), c + std::string("web")).ok());
+  ASSERT_TRUE(env_->WaitRunningPods(ns_, "a-web", 1).ok());
+  // Killed the first time a PV reaches binding: one member is there, the other somewhere before.
+  ToolRun crashed = env_->Run(Args("web", journal_), {"FLEXCSI_MIGRATE_CRASH_AFTER=binding"});
+  EXPECT_EQ(crashed.signal, SIGKILL) << crashed.out << crashed.err;
+  auto journal = MigrationJournal::OpenForReading(journal_);
+  ASSERT_TRUE(journal.ok());
+  auto at_binding = (*journal)->Get(Pv("a-web"));
+  ASSERT_TRUE(at_binding.ok() && at_binding->has_value());
+  const std::string first = (*at_binding)->step == "binding" ? Pv("a-web") : Pv("b-web");
+  const std::string other = first == Pv("a-web") ? Pv("b-web") : Pv("a-web");
+  ToolRun rolled = env_->Run({"rollback", "--pv", first, "--yes", "--journal", journal_,
+                              "--timeout", "30", "--scale-down"});
+  EXPECT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
+  auto dep = env_->Get(ResourcePath::Group("apps/v1", "deployments", ns_).Named("web"));
+  ASSERT_TRUE(dep.ok());
+  auto other_row = (*journal)->Get(other);
+  ASSERT_TRUE(other_row.ok());
+  if (other_row->has_value() && (*other_row)->state == RecordState::kInProgress) {
+    EXPECT_EQ((*dep)["spec"]["replicas"], 0) << rolled.out;
+    EXPECT_NE(rolled.out.find("left at 0"), std::string::npos) << rolled.out;
+  }
+  // apply finishes the other member; the group then restores the replicas it recorded.
+  ToolRun resumed = env_->Run(Args("web", journal_));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  dep = env_->Get(ResourcePath::Group("apps/v1", "deployments", ns_).Named("web"));
+  ASSERT_TRUE(dep.ok());
+  EXPECT_EQ((*dep)["spec"]["replicas"], 1);
+}
+
+}  // namespace
+}  // namespace flexcsi::migrate::testing

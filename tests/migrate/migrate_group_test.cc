@@ -26,22 +26,9 @@ class MigrateGroupTest : public MigrateEnvTest {
                                         "Delete", /*wait=*/false);
       ASSERT_TRUE(pv.ok()) << pv.status().ToString();
     }
-    json dep = {
-        {"apiVersion", "apps/v1"},
-        {"kind", "Deployment"},
-        {"metadata", {{"name", name}, {"namespace", ns_}}},
-        {"spec",
-         {{"replicas", replicas},
-          {"selector", {{"matchLabels", {{"app", name}}}}},
-          {"template",
-           {{"metadata", {{"labels", {{"app", name}}}}},
-            {"spec",
-             {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
-              {"volumes",
-               {{{"name", "a"}, {"persistentVolumeClaim", {{"claimName", "a-" + name}}}},
-                {{"name", "b"}, {"persistentVolumeClaim", {{"claimName", "b-" + name}}}}}}}}}}}}};
-    auto created = env_->client().Create(ResourcePath::Group("apps/v1", "deployments", ns_), dep);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    Status created = env_->CreateDeployment(ns_, name, {"a-" + name, "b-" + name}, replicas,
+                                            /*wait=*/false);
+    ASSERT_TRUE(created.ok()) << created.ToString();
   }
   std::string Pv(const std::string& claim) { return (ns_ + "-" + claim).substr(0, 60); }
   std::vector<std::string> Args(const std::string& name, const std::string& journal) {

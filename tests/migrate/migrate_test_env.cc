@@ -205,7 +205,12 @@ StatusOr<json> MigrateEnv::WaitBound(const std::string& ns, const std::string& p
 }
 
 Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& name,
-                                    const std::string& claim, int replicas, bool wait) {
+                                    const std::vector<std::string>& claims, int replicas,
+                                    bool wait) {
+  json volumes = json::array();
+  for (const std::string& claim : claims) {
+    volumes.push_back({{"name", claim}, {"persistentVolumeClaim", {{"claimName", claim}}}});
+  }
   json dep = {
       {"apiVersion", "apps/v1"},
       {"kind", "Deployment"},
@@ -217,11 +222,10 @@ Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& na
          {{"metadata", {{"labels", {{"app", name}}}}},
           {"spec",
            {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
-            {"volumes",
-             {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}}}}}}}}}};
+            {"volumes", volumes}}}}}}}};
   auto created = client_->Create(ResourcePath::Group("apps/v1", "deployments", ns), dep);
   if (!created.ok()) return created.status();
-  return wait ? WaitRunningPods(ns, claim, static_cast<size_t>(replicas)) : Status::Ok();
+  return wait ? WaitRunningPods(ns, claims.front(), static_cast<size_t>(replicas)) : Status::Ok();
 }
 
 Status MigrateEnv::WaitRunningPods(const std::string& ns, const std::string& claim, size_t count) {

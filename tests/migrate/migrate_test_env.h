@@ -60,9 +60,14 @@ class MigrateEnv {
                                    bool wait = true);
   StatusOr<json> WaitBound(const std::string& ns, const std::string& pv_name,
                            const std::string& claim);
-  // A Deployment with `replicas` pods mounting `claim`; waits until they run.
+  // A Deployment with `replicas` pods mounting `claims` (the first is waited for: until the pods
+  // run, unless !wait).
+  Status CreateDeployment(const std::string& ns, const std::string& name,
+                          const std::vector<std::string>& claims, int replicas, bool wait = true);
   Status CreateDeployment(const std::string& ns, const std::string& name, const std::string& claim,
-                          int replicas, bool wait = true);
+                          int replicas, bool wait = true) {
+    return CreateDeployment(ns, name, std::vector<std::string>{claim}, replicas, wait);
+  }
   Status WaitRunningPods(const std::string& ns, const std::string& claim, size_t count);
   StatusOr<json> Get(const kube::ResourcePath& path) { return client_->Get(path); }
 

@@ -98,14 +98,12 @@ StatusOr<Credentials> KubeClient::Impl::CurrentCredentials(uint64_t* exec_genera
   c.bearer_token = config_.token;
   if (!config_.token_file.empty()) {
     // Service-account tokens rotate: read the file every time; keep the last good value if the
-    // file is briefly missing (kubelet replaces it atomically, but be forgiving).
-    std::ifstream in(config_.token_file);
-    if (in) {
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      std::string token = TrimSpace(buffer.str());
-      if (!token.empty()) c.bearer_token = token;
-    }
+    // file is briefly missing (kubelet replaces it atomically, but be forgiving). Any other
+    // failure (a directory, a file over the size bound) is the request's error.
+    StatusOr<std::string> text = ReadCredentialFile(config_.token_file);
+    if (!text.ok() && text.status().code() != Code::kNotFound) return text.status();
+    std::string token = text.ok() ? TrimSpace(*text) : "";
+    if (!token.empty()) c.bearer_token = token;
   }
   c.username = config_.username;
   c.password = config_.password;

@@ -530,6 +530,19 @@ TEST_F(KubeClientTest, TokenFileIsReadAgainForEveryRequest) {
   EXPECT_TRUE(IsNotFound(client->Get(ConfigMaps().Named("x")).status()));
 }
 
+TEST_F(KubeClientTest, TokenFileWithoutEndIsRefusedNotRead) {
+  // A token file is re-read for every request; one that never ends must fail the request with
+  // the reason, not take the process's memory.
+  ClientConfig config = client_->config();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.token_file = "/dev/zero";
+  std::unique_ptr<KubeClient> client = Connect(config);
+  Status s = client->Get(ConfigMaps().Named("x")).status();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("/dev/zero: it is larger than 16 MiB")) << s.ToString();
+}
+
 TEST_F(KubeClientTest, ExecPluginRerunOnceAfter401) {
   // The plugin hands out a revoked token first, then the valid one, counting its runs.
   std::string plugin = dir_ + "/plugin.sh";

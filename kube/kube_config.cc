@@ -49,33 +49,6 @@ std::string GetEnv(const char* name) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
-// Kubeconfigs, certificates and tokens are kilobytes; a file named in a kubeconfig that is far
-// larger (or never ends: /dev/zero) is a mistake, refused before it takes the memory.
-constexpr size_t kMaxReadBytes = 16 << 20;
-
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    return FailedPrecondition("cannot read " + path + ": it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    Code code = errno == ENOENT ? Code::kNotFound : Code::kFailedPrecondition;
-    return Status(code, "cannot read " + path + ": " + std::strerror(errno));
-  }
-  std::string text;
-  char chunk[64 * 1024];
-  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxReadBytes) {
-      return FailedPrecondition("cannot read " + path + ": it is larger than " +
-                                std::to_string(kMaxReadBytes >> 20) +
-                                " MiB, which no kubeconfig, certificate or token is");
-    }
-  }
-  return text;
-}
-
 std::string TrimSpace(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -126,7 +99,7 @@ StatusOr<std::string> DataField(const Json& object, const char* key, const std::
 // Reads one kubeconfig file into `merged`, keeping entries already present (first file wins).
 // A missing file is reported as kNotFound so the caller can skip it when allowed.
 Status MergeFile(const std::string& path, MergedKubeconfig* merged) {
-  StatusOr<std::string> text = ReadWholeFile(path);
+  StatusOr<std::string> text = ReadCredentialFile(path);
   if (!text.ok()) return text.status();
   merged->files_read.push_back(path);
   if (TrimSpace(*text).empty()) return Status::Ok();  // an empty file is an empty config
@@ -265,7 +238,7 @@ Status ApplyCluster(const std::string& name, const Stanza& stanza, const ConfigF
   config->ca_pem = *ca_data;
   if (!ca_file->empty()) {
     std::string path = ResolveAgainst(stanza.origin, *ca_file);
-    StatusOr<std::string> pem = ReadWholeFile(path);
+    StatusOr<std::string> pem = ReadCredentialFile(path);
     if (!pem.ok()) {
       return InvalidArgument("invalid configuration: unable to read certificate-authority " + path +
                              " for " + name + " (" + stanza.origin +
@@ -403,7 +376,7 @@ Status ApplyUser(const std::string& name, const Stanza& stanza, ClientConfig* co
     auto read = [&](const std::string& file, const char* what, std::string* out) -> Status {
       if (file.empty()) return Status::Ok();
       std::string path = ResolveAgainst(stanza.origin, file);
-      StatusOr<std::string> pem = ReadWholeFile(path);
+      StatusOr<std::string> pem = ReadCredentialFile(path);
       if (!pem.ok()) {
         return InvalidArgument(std::string("invalid configuration: unable to read ") + what + " " +
                                path + " for " + name + " (" + stanza.origin +
@@ -421,7 +394,7 @@ Status ApplyUser(const std::string& name, const Stanza& stanza, ClientConfig* co
   } else if (!token_file->empty()) {
     // Read now, as clientcmd does, so a wrong path is a configuration error, not a 401 later.
     std::string path = ResolveAgainst(stanza.origin, *token_file);
-    StatusOr<std::string> content = ReadWholeFile(path);
+    StatusOr<std::string> content = ReadCredentialFile(path);
     if (!content.ok()) {
       return InvalidArgument("invalid configuration: unable to read tokenFile " + path + " for " +
                              name + " (" + stanza.origin + "): " + content.status().message());
@@ -469,6 +442,33 @@ std::string FileListForMessage(const MergedKubeconfig& merged,
 }
 
 }  // namespace
+
+// Kubeconfigs, certificates and tokens are kilobytes; a file named in a kubeconfig that is far
+// larger (or never ends: /dev/zero) is a mistake, refused before it takes the memory.
+constexpr size_t kMaxReadBytes = 16 << 20;
+
+StatusOr<std::string> ReadCredentialFile(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return FailedPrecondition("cannot read " + path + ": it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    Code code = errno == ENOENT ? Code::kNotFound : Code::kFailedPrecondition;
+    return Status(code, "cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char chunk[64 * 1024];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxReadBytes) {
+      return FailedPrecondition("cannot read " + path + ": it is larger than " +
+                                std::to_string(kMaxReadBytes >> 20) +
+                                " MiB, which no kubeconfig, certificate or token is");
+    }
+  }
+  return text;
+}
 
 StatusOr<ClientConfig> LoadClientConfig(const ConfigFlags& flags) {
   if (flags.in_cluster) return InClusterWithFlags(flags);
@@ -594,18 +594,18 @@ StatusOr<ClientConfig> LoadInClusterConfig(const std::string& service_account_di
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   config.server = "https://" + host + ":" + port;
   config.token_file = service_account_dir + "/token";
-  StatusOr<std::string> token = ReadWholeFile(config.token_file);
+  StatusOr<std::string> token = ReadCredentialFile(config.token_file);
   if (!token.ok()) {
     return FailedPrecondition("unable to load in-cluster configuration: " +
                               token.status().message());
   }
   config.token = TrimSpace(*token);
   // Like rest.InClusterConfig, an unreadable ca.crt leaves the system roots in charge.
-  StatusOr<std::string> ca = ReadWholeFile(service_account_dir + "/ca.crt");
+  StatusOr<std::string> ca = ReadCredentialFile(service_account_dir + "/ca.crt");
   if (ca.ok()) config.ca_pem = *ca;
   std::string ns = GetEnv("POD_NAMESPACE");
   if (ns.empty()) {
-    StatusOr<std::string> file = ReadWholeFile(service_account_dir + "/namespace");
+    StatusOr<std::string> file = ReadCredentialFile(service_account_dir + "/namespace");
     if (file.ok()) ns = TrimSpace(*file);
   }
   config.namespace_ = ns.empty() ? "default" : ns;

@@ -67,4 +67,8 @@ StatusOr<ClientConfig> LoadClientConfig(const ConfigFlags& flags);
 StatusOr<ClientConfig> LoadInClusterConfig(
     const std::string& service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
+// Reads a kubeconfig or a file it names (certificate, key, token), refusing a directory and
+// anything over 16 MiB, which no such file is: a mistake like /dev/zero must not take the memory.
+StatusOr<std::string> ReadCredentialFile(const std::string& path);
+
 }  // namespace flexcsi::kube

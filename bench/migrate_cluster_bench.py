@@ -141,9 +141,7 @@ def main():
     except assets.AssetsMissing as e:
         print("SKIP: " + str(e))
         return 77
-    if not namespace.in_private_mount_namespace():
-        os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.executable,
-                              os.path.abspath(__file__), *sys.argv[1:]])
+    namespace.enter_private_namespaces([os.path.abspath(__file__), *sys.argv[1:]])
     c = kube_cluster.Cluster(bin_dir, keep=args.keep)
     try:
         c.start()

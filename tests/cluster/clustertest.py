@@ -35,9 +35,7 @@ def main(pod_network=False, failfast=False):
     except assets.AssetsMissing as e:
         print("SKIP: " + str(e), flush=True)
         sys.exit(SKIP)
-    if not namespace.in_private_mount_namespace():
-        os.execvp("unshare", ["unshare", "-m", *(["-n"] if pod_network else []),
-                              "--propagation", "private", sys.executable, *sys.argv])
+    namespace.enter_private_namespaces(sys.argv, network=pod_network)
     os.environ["FLEXCSI_KUBE_BIN"] = bin_dir
     unittest.main(module="__main__", verbosity=2, failfast=failfast)
 

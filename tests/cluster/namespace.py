@@ -2,6 +2,7 @@
 mount namespace the tests run in, and is undone at teardown."""
 import os
 import subprocess
+import sys
 
 
 def _ns(kind, pid):
@@ -11,12 +12,32 @@ def _ns(kind, pid):
         return None
 
 
+# Set by enter_private_namespaces to the namespaces a process left through unshare: where PID
+# 1's are unreadable (some sandboxes) and the parent is PID 1 (a suite run detached), nothing
+# else tells the host's namespace, and the suite would re-run itself under unshare forever.
+_OUTER = "FLEXCSI_OUTER_NS_"
+
+
 def _in_private(kind):
     """True when this process's `kind` namespace is not the host's (PID 1's, or where that is
-    unreadable, the parent's: ctest or the shell that ran unshare)."""
+    unreadable, the one it left through unshare, or the parent's: the shell that ran unshare)."""
     own = _ns(kind, "self")
-    host = _ns(kind, 1) or _ns(kind, os.getppid())
+    host = _ns(kind, 1) or os.environ.get(_OUTER + kind) or _ns(kind, os.getppid())
     return own is not None and host is not None and own != host
+
+
+def enter_private_namespaces(argv, network=False):
+    """Unless this process already has a private mount namespace, re-runs `argv` (a Python
+    script and its arguments) under `unshare -m` (with `network`, also `-n`); then it does not
+    return."""
+    if in_private_mount_namespace():
+        return
+    if os.environ.get(_OUTER + "mnt") and os.environ[_OUTER + "mnt"] == _ns("mnt", "self"):
+        raise RuntimeError("unshare -m left this process in the host's mount namespace")
+    for kind in ("mnt", "net"):
+        os.environ[_OUTER + kind] = _ns(kind, "self") or ""
+    os.execvp("unshare", ["unshare", "-m", *(["-n"] if network else []), "--propagation",
+                          "private", sys.executable, *argv])
 
 
 def in_private_mount_namespace():

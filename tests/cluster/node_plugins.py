@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from clustertest import build_dir
+from clustertest import build_dir, wait_for
 from cluster import Process
 import namespace
 
@@ -32,11 +32,13 @@ def csi_driver(shape):
 
 
 class NodePlugins:
-    def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None):
+    def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None, specs=None):
         """`registration_kubeconfig`: the bridge registers its drivers on the node with it
-        (nodeName and kubeconfig in its configuration); None: no cluster access."""
+        (nodeName and kubeconfig in its configuration); None: no cluster access. `specs`: the
+        shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES."""
         self.cluster = cluster
         self.shapes = list(shapes)
+        self.specs = specs or SHAPES
         self.registration_kubeconfig = registration_kubeconfig
         build = build_dir()
         self.bridge_bin = os.path.join(build, "bridge", "flexcsi-bridge")
@@ -67,12 +69,12 @@ class NodePlugins:
                 "csi-loopback-" + shape,
                 [self.loopback_bin, "--endpoint", endpoint, "--nodeid", self.cluster.node_name,
                  "--driver-name", csi_driver(shape), "--state-dir", self.csi_state_dir(shape),
-                 *SHAPES[shape]["args"]],
+                 *self.specs[shape]["args"]],
                 os.path.join(self.cluster.logs, "csi-loopback-%s.log" % shape))
             self.procs[shape].start()
             drivers.append({
                 "flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
-                "attach": SHAPES[shape]["attach"], "accessMode": "ReadWriteOnce",
+                "attach": self.specs[shape]["attach"], "accessMode": "ReadWriteOnce",
                 "rule": {"csiDriver": csi_driver(shape),
                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
         config = {"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
@@ -139,8 +141,27 @@ class NodePlugins:
         self.procs["bridge"].stop(sig)
 
     def stop(self):
+        # All told at once: csi-loopback gives a connected client up to 5 s to go (gRPC's
+        # shutdown deadline), which one after another adds up over a dozen drivers.
+        for proc in self.procs.values():
+            if proc.alive():
+                proc.popen.send_signal(signal.SIGTERM)
         for proc in self.procs.values():
             proc.stop()
+
+    def kill_driver(self, shape):
+        """kill -9 of one csi-loopback, then started again as its supervisor would."""
+        self.procs[shape].stop(signal.SIGKILL)
+        self.restart_driver(shape)
+
+    def driver_state(self, shape):
+        """csi-loopback's own record of its volumes (written atomically, so safe to read); a
+        driver that never had a volume has written none."""
+        try:
+            with open(os.path.join(self.csi_state_dir(shape), "state.json")) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {"volumes": [], "snapshots": []}
 
     def create_volume(self, shape, name, size="320Mi", fs_type="xfs"):
         r = subprocess.run([self.flexcsi_bin, "volume", "create", "--endpoint",
@@ -154,6 +175,20 @@ class NodePlugins:
                            check=True, capture_output=True, text=True)
         return json.loads(r.stdout)
 
-    def loop_devices(self):
-        """Loop devices backed by any csi-loopback's volumes."""
-        return [(d, b) for d, b in namespace.loop_devices() if b.startswith(self.dir + "/")]
+    def wait_nothing_left(self):
+        """Waits until the bridge holds no record, nothing is mounted for a volume under the
+        kubelet root and no loop device is bound to a csi-loopback volume; raises with what is
+        left otherwise."""
+        try:
+            wait_for("the bridge to hold no record",
+                     lambda: not any(self.records()[kind]
+                                     for kind in ("attachments", "stagings", "publications")),
+                     timeout=60)
+        except AssertionError as e:
+            raise AssertionError("%s: %s" % (e, self.records())) from None
+        root = self.cluster.kubelet_root
+        wait_for("no volume mount under the kubelet root",
+                 lambda: not [m for m in namespace.mount_points()
+                              if m.startswith(root + "/plugins/") or "volumes/flexcsi~" in m])
+        wait_for("no loop device of csi-loopback",
+                 lambda: not namespace.loop_devices_of_files_below(self.dir))

@@ -198,18 +198,7 @@ class NodeSuite(unittest.TestCase):
                          lambda: not any(flex_driver(shape) in v for v in attached_volumes()),
                          timeout=180)
         for_each_shape(run)
-        try:
-            wait_for("the bridge to hold no record",
-                     lambda: not any(PLUGINS.records()[kind]
-                                     for kind in ("attachments", "stagings", "publications")),
-                     timeout=60)
-        except AssertionError as e:
-            raise AssertionError("%s: %s" % (e, PLUGINS.records())) from None
-        root = clustertest.CLUSTER.kubelet_root
-        wait_for("no volume mount under the kubelet root",
-                 lambda: not [m for m in namespace.mount_points()
-                              if m.startswith(root + "/plugins/") or "volumes/flexcsi~" in m])
-        wait_for("no loop device of csi-loopback", lambda: not PLUGINS.loop_devices())
+        PLUGINS.wait_nothing_left()
 
 
 if __name__ == "__main__":

@@ -59,9 +59,7 @@ def main():
     if os.geteuid() != 0:
         print("run_in_cluster: needs root (kubelet, containerd, mounts)", file=sys.stderr)
         return 2
-    if not namespace.in_private_mount_namespace():
-        os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.executable,
-                              os.path.abspath(__file__), *sys.argv[1:]])
+    namespace.enter_private_namespaces([os.path.abspath(__file__), *sys.argv[1:]])
 
     c = kube_cluster.Cluster(bin_dir, keep=args.keep)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

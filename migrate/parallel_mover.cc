@@ -155,8 +155,25 @@ MoveResult ParallelMover::MoveOne(const std::string& pv, const WorkloadGroupReco
   return rollback_ ? mover_->Rollback(pv, group) : mover_->Apply(pv, group);
 }
 
-std::vector<MoveResult> ParallelMover::Run(const std::vector<MoveUnit>& units, bool rollback) {
+std::vector<MoveResult> ParallelMover::Run(const std::vector<MoveUnit>& given, bool rollback) {
   rollback_ = rollback;
+  // One journal row per set of workloads, so one GroupRun: units of the same workloads (a group
+  // in flight in the journal and PVs grouped afresh under the same owners) run as one.
+  std::vector<MoveUnit> units;
+  std::map<std::string, size_t> unit_of_group;
+  for (const auto& u : given) {
+    if (!u.workloads.empty()) {
+      auto [it, inserted] = unit_of_group.emplace(WorkloadGroupId(u.workloads), units.size());
+      if (!inserted) {
+        auto& pvs = units[it->second].pvs;
+        for (const auto& pv : u.pvs) {
+          if (std::find(pvs.begin(), pvs.end(), pv) == pvs.end()) pvs.push_back(pv);
+        }
+        continue;
+      }
+    }
+    units.push_back(u);
+  }
   size_t total = 0;
   for (const auto& u : units) total += u.pvs.size();
   std::vector<std::unique_ptr<GroupRun>> groups;

@@ -57,7 +57,8 @@ class ParallelMover {
   // Called as each PV finishes, from the worker that moved it.
   std::function<void(const MoveResult&)> on_result;
 
-  // Results in the order of the units' PVs. Units with workloads run as workload groups.
+  // Results in the order of the units' PVs. Units with workloads run as workload groups; units
+  // of the same workloads (same WorkloadGroupId) as one group, in the place of the first.
   std::vector<MoveResult> Apply(const std::vector<MoveUnit>& units) { return Run(units, false); }
   std::vector<MoveResult> Rollback(const std::vector<MoveUnit>& units) { return Run(units, true); }
 

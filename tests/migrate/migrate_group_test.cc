@@ -171,6 +171,53 @@ TEST_F(MigrateGroupTest, RollbackOfOneMemberWaitsForTheOtherBeforeRestoringRepli
   EXPECT_EQ((*dep)["spec"]["replicas"], 1);
 }
 
+// A group killed before its scale-down (its pods still run), then applied again with one more PV
+// of the same Deployment: the group in flight and the PV grouped afresh share one journal row,
+// so they run as one group: one scale-down, one restore, one pass through the group's steps.
+TEST_F(MigrateGroupTest, AGroupInFlightAndAFreshPvOfItsWorkloadRunAsOneGroup) {
+  const auto sources = AllSources();
+  std::vector<std::string> claims = {"a-trio", "b-trio", "c-trio"};
+  for (size_t k = 0; k < claims.size(); ++k) {
+    auto pv = env_->CreateBoundVolume(ns_, Pv(claims[k]), claims[k], sources[k].first,
+                                      DistinctSource(sources[k].second, 300 + static_cast<int>(k)),
+                                      "Delete", /*wait=*/false);
+    ASSERT_TRUE(pv.ok()) << pv.status().ToString();
+  }
+  for (const auto& c : claims) ASSERT_TRUE(env_->WaitBound(ns_, Pv(c), c).ok());
+  ASSERT_TRUE(env_->CreateDeployment(ns_, "trio", claims, 1).ok());
+  ToolRun crashed =
+      env_->Run(Args("trio", journal_), {"FLEXCSI_MIGRATE_CRASH_AFTER=group-scaling-down"});
+  ASSERT_EQ(crashed.signal, SIGKILL) << crashed.out << crashed.err;
+  std::vector<std::string> again = Args("trio", journal_);
+  again.insert(again.end(), {"--pv", Pv("c-trio")});
+  ToolRun resumed = env_->Run(again);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(ScaleWrites("trio"), (std::vector<int>{0, 1}));
+  auto journal = MigrationJournal::OpenForReading(journal_);
+  ASSERT_TRUE(journal.ok());
+  const std::string id = "Deployment " + ns_ + "/trio";
+  auto group = (*journal)->GetGroup(id);
+  ASSERT_TRUE(group.ok() && group->has_value());
+  EXPECT_EQ((*group)->step, "group-done");
+  EXPECT_EQ((*group)->members.size(), 3u);
+  auto history = (*journal)->History("group:" + id);
+  ASSERT_TRUE(history.ok());
+  std::vector<std::string> steps;
+  for (const auto& h : *history) steps.push_back(h.step);
+  // The killed run's group-scaling-down, then the resumed run's four steps, once each.
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"group-scaling-down", "group-scaling-down", "group-moving",
+                                      "group-restoring-replicas", "group-done"}));
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (const auto& c : claims) {
+    auto live = env_->Get(testing::Pv(Pv(c)));
+    ASSERT_TRUE(live.ok());
+    EXPECT_TRUE((*live)["spec"].contains("csi")) << c;
+    volumes.push_back({Pv(c), c});
+  }
+  ExpectNothingLost(*env_, ns_, volumes);
+}
+
 // `rollback --all --scale-down` after a grouped apply: the Deployment's two PVs and the
 // StatefulSet's four go back in two groups, each workload scaled to 0 once and restored once (the
 // audit log shows 0, 2 for the apply and 0, 2 for the rollback, nothing else), to the original

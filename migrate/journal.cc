@@ -38,6 +38,11 @@ CREATE TABLE IF NOT EXISTS workload_groups(
   updated_at INTEGER NOT NULL);
 )sql";
 
+// v3: workload groups in both directions (rollback moves a workload's PVs as a group too).
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE workload_groups ADD COLUMN direction TEXT NOT NULL DEFAULT 'apply';
+)sql";
+
 constexpr const char* kColumns =
     "pv_name, direction, step, state, original_pv, original_pvc, target_pv, "
     "original_reclaim_policy, release_uid, new_pv_uid, workloads, workloads_recorded, "
@@ -72,7 +77,7 @@ nlohmann::json WorkloadsToJson(const std::vector<ScaledWorkload>& workloads) {
   return out;
 }
 
-constexpr const char* kGroupColumns = "id, step, workloads, members, updated_at";
+constexpr const char* kGroupColumns = "id, step, workloads, members, updated_at, direction";
 
 StatusOr<WorkloadGroupRecord> ReadGroupRow(const SqliteStatement& s) {
   WorkloadGroupRecord g;
@@ -90,6 +95,7 @@ StatusOr<WorkloadGroupRecord> ReadGroupRow(const SqliteStatement& s) {
     }
   }
   g.updated_at = s.Int(4);
+  g.direction = s.Text(5);
   return g;
 }
 
@@ -222,8 +228,8 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenForReading(
 StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const std::string& dir,
                                                                            int lock_fd) {
   // The journal holds cluster objects: 0600, like its directory.
-  auto db =
-      SqliteDatabase::Open(dir + "/journal.db", "migration journal", {kSchemaV1, kSchemaV2}, 0600);
+  auto db = SqliteDatabase::Open(dir + "/journal.db", "migration journal",
+                                 {kSchemaV1, kSchemaV2, kSchemaV3}, 0600);
   if (!db.ok()) {
     if (lock_fd >= 0) ::close(lock_fd);
     return db.status();
@@ -297,12 +303,12 @@ Status MigrationJournal::PutGroup(const WorkloadGroupRecord& g) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   return db_->InTransaction([&]() -> Status {
     SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO workload_groups(") +
-                                  kGroupColumns + ") VALUES(?,?,?,?,?)");
+                                  kGroupColumns + ") VALUES(?,?,?,?,?,?)");
     put.Bind(g.id).Bind(g.step).Bind(WorkloadsToJson(g.workloads).dump());
-    put.Bind(nlohmann::json(g.members).dump()).Bind(now);
+    put.Bind(nlohmann::json(g.members).dump()).Bind(now).Bind(g.direction);
     FLEXCSI_RETURN_IF_ERROR(put.Run("write workload group " + g.id));
     SqliteStatement hist(*db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
-    hist.Bind("group:" + g.id).Bind(std::string("apply")).Bind(g.step).Bind(now);
+    hist.Bind("group:" + g.id).Bind(g.direction).Bind(g.step).Bind(now);
     return hist.Run("write history for workload group " + g.id);
   });
 }

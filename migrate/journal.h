@@ -73,19 +73,25 @@ struct MigrationRecord {
 };
 
 // All PVs of a set of workloads (a StatefulSet's volumeClaimTemplates claims, a Deployment with
-// two claims, workloads sharing a claim) move under one scale-down. The group's row is written
-// with the replicas read BEFORE the scale-down, and is never re-read afterwards, so a resume
-// restores exactly the original replicas, once (restoring writes only while a workload is at 0).
+// two claims, workloads sharing a claim) move under one scale-down, in either direction (apply
+// and rollback use the same steps). The group's row is written with the replicas read BEFORE the
+// scale-down, and is never re-read afterwards, so a resume restores exactly the original
+// replicas, once (restoring writes only while a workload is at 0).
 //   group-scaling-down        replicas recorded; /scale to 0 for every workload
 //   group-moving              each member PV runs its own steps (see pv_mover.h)
-//   group-restoring-replicas  entered only when no member is in progress in the journal
+//   group-restoring-replicas  entered only when no member is in progress in the journal, in
+//                             either direction
 //   group-done
+// One row per set of workloads: a rollback of a group apply left in flight takes the row over
+// (keeping its replicas: the workloads are at 0 because of us), and a rollback after a finished
+// apply starts the row afresh, reading the replicas again.
 struct WorkloadGroupRecord {
   std::string id;  // WorkloadGroupId of the workloads
   std::string step;
   std::vector<ScaledWorkload> workloads;
   std::vector<std::string> members;  // PV names
   int64_t updated_at = 0;
+  std::string direction = "apply";  // of the run that last opened the group: apply or rollback
 };
 const std::vector<std::string>& WorkloadGroupSteps();
 

@@ -209,5 +209,62 @@ INSERT INTO migrations VALUES('old-pv', 'apply', 'binding', 'in-progress', '{}',
   EXPECT_TRUE(groups->empty());
 }
 
+// A rollback takes over the group's row: the direction lands in the row and in its history, so
+// `status` tells an apply group from a rollback one.
+TEST_F(JournalTest, WorkloadGroupKeepsTheDirectionOfItsRun) {
+  auto j = MigrationJournal::Open(dir_);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  WorkloadGroupRecord g;
+  g.id = "Deployment ns/api";
+  g.step = "group-done";
+  g.members = {"api-a", "api-b"};
+  ASSERT_TRUE((*j)->PutGroup(g).ok());
+  g.direction = "rollback";
+  g.step = "group-scaling-down";
+  ASSERT_TRUE((*j)->PutGroup(g).ok());
+  auto got = (*j)->GetGroup(g.id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->direction, "rollback");
+  auto history = (*j)->History("group:" + g.id);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_EQ((*history)[0].direction, "apply");
+  EXPECT_EQ((*history)[1].direction, "rollback");
+}
+
+// A schema v2 journal (groups, but apply only) opens upgraded: its groups read as apply groups.
+TEST_F(JournalTest, SchemaV2GroupsAreUpgradedAsApplyGroups) {
+  {
+    // The v1 and v2 schemas as released, and one group row as the v2 binary wrote it.
+    auto db = SqliteDatabase::Open(dir_ + "/journal.db", "v2 journal",
+                                   {R"sql(
+CREATE TABLE migrations(
+  pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
+  original_pv TEXT NOT NULL, original_pvc TEXT NOT NULL, target_pv TEXT NOT NULL,
+  original_reclaim_policy TEXT NOT NULL, release_uid TEXT NOT NULL, new_pv_uid TEXT NOT NULL,
+  workloads TEXT NOT NULL, workloads_recorded INTEGER NOT NULL, last_error TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+CREATE TABLE history(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, pv_name TEXT NOT NULL, direction TEXT NOT NULL,
+  step TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX history_by_pv ON history(pv_name, id);
+)sql",
+                                    R"sql(
+ALTER TABLE migrations ADD COLUMN workload_group TEXT NOT NULL DEFAULT '';
+CREATE TABLE workload_groups(
+  id TEXT PRIMARY KEY, step TEXT NOT NULL, workloads TEXT NOT NULL, members TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+INSERT INTO workload_groups VALUES('StatefulSet ns/web', 'group-moving', '[]', '["p"]', 1);
+)sql"});
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+  }
+  auto j = MigrationJournal::Open(dir_);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto got = (*j)->GetGroup("StatefulSet ns/web");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_EQ((*got)->direction, "apply");
+  EXPECT_EQ((*got)->step, "group-moving");
+}
+
 }  // namespace
 }  // namespace flexcsi::migrate

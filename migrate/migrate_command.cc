@@ -4,7 +4,6 @@
 
 #include <iostream>
 #include <memory>
-#include <set>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +19,7 @@
 #include "migrate/progress_board.h"
 #include "migrate/pv_mover.h"
 #include "migrate/report.h"
+#include "migrate/rollback_selection.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
 
@@ -181,24 +181,19 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     journal = std::move(*opened);
   }
 
-  // Which PVs, in a fixed order, and (apply) which of them move together.
+  // Which PVs, in a fixed order, and which of them move together.
   std::vector<std::string> names;
   std::vector<MoveResult> results;
-  std::set<std::string> seen;
-  auto add = [&](const std::string& pv) {
-    if (seen.insert(pv).second) names.push_back(pv);
-  };
   std::vector<MoveUnit> units;
   if (rollback) {
-    if (all) {
-      auto records = journal->List();
-      if (!records.ok()) return Error(err, name, records.status());
-      for (const auto& r : *records) {
-        if (r.state != RecordState::kRolledBack) add(r.pv_name);
-      }
-    } else {
-      for (const auto& pv : pvs) add(pv);
-    }
+    RollbackSelectionRequest request;
+    request.all = all;
+    request.pvs = pvs;
+    request.scale_down = scale_down;
+    auto selection = SelectForRollback(*journal, **client, *translator, request);
+    if (!selection.ok()) return Error(err, name, selection.status());
+    units = std::move(selection->units);
+    results = std::move(selection->refused);
   } else {
     ApplySelectionRequest request;
     request.all = all;
@@ -210,9 +205,9 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     if (!selection.ok()) return Error(err, name, selection.status());
     units = std::move(selection->units);
     results = std::move(selection->refused);
-    for (const auto& u : units) {
-      for (const auto& pv : u.pvs) names.push_back(pv);
-    }
+  }
+  for (const auto& u : units) {
+    for (const auto& pv : u.pvs) names.push_back(pv);
   }
 
   if (!dry_run && !names.empty()) {
@@ -237,7 +232,7 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     ParallelMover runner(client->get(), journal.get(), &mover, parallel,
                          [&board](const std::string& line) { board.Note(line); });
     runner.on_result = [&board](const MoveResult& r) { board.Finished(r); };
-    moved = rollback ? runner.Rollback(names) : runner.Apply(units);
+    moved = rollback ? runner.Rollback(units) : runner.Apply(units);
   }
   for (auto& r : moved) results.push_back(std::move(r));
   if (f.output == "json") {

@@ -151,18 +151,29 @@ std::vector<MoveResult> ParallelMover::RunAll(size_t count,
   return results;
 }
 
-std::vector<MoveResult> ParallelMover::Rollback(const std::vector<std::string>& pvs) {
-  return RunAll(pvs.size(), [&](size_t) {
-    for (size_t i = 0; i < pvs.size(); ++i) {
-      Post([this, i, pv = pvs[i]] {
-        (*results_)[i] = mover_->Rollback(pv);
-        if (on_result) on_result((*results_)[i]);
-      });
-    }
-  });
+MoveResult ParallelMover::MoveOne(const std::string& pv, const WorkloadGroupRecord* group) {
+  return rollback_ ? mover_->Rollback(pv, group) : mover_->Apply(pv, group);
 }
 
-std::vector<MoveResult> ParallelMover::Apply(const std::vector<MoveUnit>& units) {
+std::vector<MoveResult> ParallelMover::Run(const std::vector<MoveUnit>& given, bool rollback) {
+  rollback_ = rollback;
+  // One journal row per set of workloads, so one GroupRun: units of the same workloads (a group
+  // in flight in the journal and PVs grouped afresh under the same owners) run as one.
+  std::vector<MoveUnit> units;
+  std::map<std::string, size_t> unit_of_group;
+  for (const auto& u : given) {
+    if (!u.workloads.empty()) {
+      auto [it, inserted] = unit_of_group.emplace(WorkloadGroupId(u.workloads), units.size());
+      if (!inserted) {
+        auto& pvs = units[it->second].pvs;
+        for (const auto& pv : u.pvs) {
+          if (std::find(pvs.begin(), pvs.end(), pv) == pvs.end()) pvs.push_back(pv);
+        }
+        continue;
+      }
+    }
+    units.push_back(u);
+  }
   size_t total = 0;
   for (const auto& u : units) total += u.pvs.size();
   std::vector<std::unique_ptr<GroupRun>> groups;
@@ -172,7 +183,7 @@ std::vector<MoveResult> ParallelMover::Apply(const std::vector<MoveUnit>& units)
       if (unit.workloads.empty()) {
         for (const auto& pv : unit.pvs) {
           Post([this, slot, pv] {
-            (*results_)[slot] = mover_->Apply(pv);
+            (*results_)[slot] = MoveOne(pv, nullptr);
             if (on_result) on_result((*results_)[slot]);
           });
           ++slot;
@@ -189,11 +200,27 @@ std::vector<MoveResult> ParallelMover::Apply(const std::vector<MoveUnit>& units)
   });
 }
 
+// True when every PV of this run's unit has finished in this run's direction already: a group
+// resumed at group-restoring-replicas then only restores (its workloads may be back up by now,
+// and must not bounce to 0 again). Any other member (a PV new to the group, one that went the
+// other way since) needs the workloads at 0 again.
+StatusOr<bool> ParallelMover::MembersSettled(const GroupRun* g) {
+  const RecordState finished = rollback_ ? RecordState::kRolledBack : RecordState::kMoved;
+  for (const auto& pv : g->unit->pvs) {
+    auto row = journal_->Get(pv);
+    if (!row.ok()) return row.status();
+    if (!*row || (*row)->state != finished) return false;
+  }
+  return true;
+}
+
 // The group's row: an unfinished one is resumed with the replicas it recorded (never read
-// again: by now the workloads may be at 0 because of us); otherwise the replicas are read now
-// and journaled before the first scale.
+// again: by now the workloads may be at 0 because of us), also when this run goes the other way
+// (a rollback of a group apply left in flight); otherwise the replicas are read now and journaled
+// before the first scale.
 Status ParallelMover::OpenGroup(GroupRun* g) {
   const std::string id = WorkloadGroupId(g->unit->workloads);
+  const std::string direction = rollback_ ? "rollback" : "apply";
   auto existing = journal_->GetGroup(id);
   if (!existing.ok()) return existing.status();
   if (*existing && (*existing)->step != "group-done") {
@@ -204,16 +231,26 @@ Status ParallelMover::OpenGroup(GroupRun* g) {
         g->record.members.push_back(pv);
       }
     }
-    Note(id + ": resuming at " + g->record.step);
+    Note(id + ": " +
+         (g->record.direction == direction
+              ? "resuming at " + g->record.step
+              : direction + " of the group's unfinished " + g->record.direction + " (at " +
+                    g->record.step + ")"));
   } else {
-    g->record = WorkloadGroupRecord{id, "group-scaling-down", g->unit->workloads, g->unit->pvs, 0};
+    g->record = WorkloadGroupRecord{
+        id, "group-scaling-down", g->unit->workloads, g->unit->pvs, 0, direction};
     for (auto& w : g->record.workloads) {
       auto replicas = ReadReplicas(*client_, w);
       if (!replicas.ok()) return replicas.status();
       w.replicas = *replicas;
     }
   }
-  if (g->record.step == "group-restoring-replicas") return Status::Ok();  // members are settled
+  if (g->record.step == "group-restoring-replicas" && g->record.direction == direction) {
+    auto settled = MembersSettled(g);
+    if (!settled.ok()) return settled.status();
+    if (*settled) return Status::Ok();
+  }
+  g->record.direction = direction;
   g->record.step = "group-scaling-down";
   FLEXCSI_RETURN_IF_ERROR(journal_->PutGroup(g->record));
   MaybeCrashForTest("group-scaling-down", false);
@@ -245,7 +282,7 @@ void ParallelMover::StartGroup(GroupRun* g) {
   for (size_t i = 0; i < g->unit->pvs.size(); ++i) {
     Post([this, g, i] {
       const size_t slot = g->first_slot + i;
-      (*results_)[slot] = mover_->Apply(g->unit->pvs[i], &g->record);
+      (*results_)[slot] = MoveOne(g->unit->pvs[i], &g->record);
       if (on_result) on_result((*results_)[slot]);
       if (--g->remaining == 0) FinishGroup(g);
     });
@@ -253,8 +290,9 @@ void ParallelMover::StartGroup(GroupRun* g) {
 }
 
 // After the last member of this run: the replicas come back only when no member of the group
-// (this run's or an earlier one's) is in progress in the journal; a PV that was refused has no
-// row and its claim is still bound to its original PV, so pods may use it again.
+// (this run's or an earlier one's, in either direction) is in progress in the journal; a PV that
+// was refused has no row (apply) or a row that was not turned (rollback), and its claim is bound
+// to the PV it was bound to, so pods may use it again.
 void ParallelMover::FinishGroup(GroupRun* g) {
   WorkloadGroupRecord& rec = g->record;
   auto annotate = [&](const std::string& text, bool failed) {
@@ -269,7 +307,8 @@ void ParallelMover::FinishGroup(GroupRun* g) {
     if (!row.ok()) return annotate(rec.id + ": " + row.status().message(), true);
     if (*row && (*row)->state == RecordState::kInProgress) {
       const std::string text = "replicas of " + rec.id + " left at 0 while PV " + pv +
-                               " is at step " + (*row)->step + "; run apply again";
+                               " is at step " + (*row)->step + "; run " + (*row)->direction +
+                               " again";
       Note(text);
       return annotate(text, false);
     }

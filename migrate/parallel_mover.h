@@ -1,20 +1,22 @@
 // ParallelMover: `apply` and `rollback` of many PVs, N at a time, and whole workloads under one
-// scale-down.
+// scale-down, in either direction.
 //
 // The PVs to move are split into units. A PV whose claim no pod holds is a unit of its own. PVs
 // whose claims are held by pods of scalable workloads (with --scale-down) are grouped: two PVs
 // share a unit when one workload holds both claims, transitively, so a StatefulSet's
 // volumeClaimTemplates claims, a Deployment with two claims, or two Deployments sharing a claim
-// move together. A group's workloads are scaled to 0 once, every member PV moves, and the
-// replicas are restored once, when no member is left half-way (WorkloadGroupRecord in
-// journal.h has the steps).
+// move together. A group's workloads are scaled to 0 once, every member PV moves (apply) or goes
+// back (rollback), and the replicas are restored once, when no member is left half-way
+// (WorkloadGroupRecord in journal.h has the steps; apply_selection.h and rollback_selection.h
+// say which PVs form the units).
 //
 // Units run on `parallel` worker threads; a group's members are PVs like any other, so a big
 // group spreads over the workers too. Nothing is kept in memory that a resume would need: the
 // journal is the single source of truth (each PV's row, each group's row), written before every
-// step, so after a kill -9 `apply` again picks every unfinished PV and group up where the journal
-// says. Every thread shares the one KubeClient (which backs off on 429 and Retry-After, so
-// API Priority and Fairness is honoured) and the one MigrationJournal (which serialises writes).
+// step, so after a kill -9 `apply` (or `rollback`) again picks every unfinished PV and group up
+// where the journal says. Every thread shares the one KubeClient (which backs off on 429 and
+// Retry-After, so API Priority and Fairness is honoured) and the one MigrationJournal (which
+// serialises writes).
 #pragma once
 
 #include <functional>
@@ -55,12 +57,16 @@ class ParallelMover {
   // Called as each PV finishes, from the worker that moved it.
   std::function<void(const MoveResult&)> on_result;
 
-  // Results in the order of the units' PVs. Units with workloads run as workload groups.
-  std::vector<MoveResult> Apply(const std::vector<MoveUnit>& units);
-  std::vector<MoveResult> Rollback(const std::vector<std::string>& pvs);
+  // Results in the order of the units' PVs. Units with workloads run as workload groups; units
+  // of the same workloads (same WorkloadGroupId) as one group, in the place of the first.
+  std::vector<MoveResult> Apply(const std::vector<MoveUnit>& units) { return Run(units, false); }
+  std::vector<MoveResult> Rollback(const std::vector<MoveUnit>& units) { return Run(units, true); }
 
  private:
   struct GroupRun;
+  std::vector<MoveResult> Run(const std::vector<MoveUnit>& units, bool rollback);
+  MoveResult MoveOne(const std::string& pv, const WorkloadGroupRecord* group);
+  StatusOr<bool> MembersSettled(const GroupRun* group);
   void StartGroup(GroupRun* group);
   void FinishGroup(GroupRun* group);
   Status OpenGroup(GroupRun* group);
@@ -78,6 +84,7 @@ class ParallelMover {
   class Workers;
   Workers* workers_ = nullptr;  // while RunAll runs
   std::vector<MoveResult>* results_ = nullptr;
+  bool rollback_ = false;  // while Run runs: the direction of every unit
 };
 
 }  // namespace flexcsi::migrate

@@ -152,7 +152,7 @@ class PvMover::Run {
   }
 
   MoveResult Apply(const WorkloadGroupRecord* group);
-  MoveResult Rollback();
+  MoveResult Rollback(const WorkloadGroupRecord* group);
 
  private:
   enum class PvKind { kAbsent, kOriginal, kTarget, kOther };
@@ -215,6 +215,13 @@ class PvMover::Run {
   // (journaled), which are on their way out.
   std::vector<PodRef> PodsNotOurs(const VolumePlan& plan) const;
   bool Recorded(const WorkloadRef& owner) const;  // in rec_.workloads
+  // The row becomes a member of `group`: the group read these replicas before its scale-down,
+  // so they are the ones to restore.
+  void JoinGroup(const WorkloadGroupRecord& group) {
+    rec_.workload_group = group.id;
+    rec_.workloads = group.workloads;
+    rec_.workloads_recorded = true;
+  }
 
   // --- writes ---
   // Read-modify-write of the PV: `edit` returns false when nothing needs writing, true after
@@ -273,6 +280,10 @@ class PvMover::Run {
   MoveResult result_;
   std::vector<std::string> notes_;
   bool resumed_ = false;  // the row came from an earlier run's journal
+  // The workload group rec_.workload_group scales this PV's workloads down and restores them;
+  // this run only checks and waits. Apply: whenever the row names a group (an apply member is
+  // always resumed with its group). Rollback: when this run rolls back with its group.
+  bool group_scales_ = false;
 };
 
 StatusOr<VolumePlan> PvMover::Run::FreshPlan(const json& pv) {
@@ -524,10 +535,10 @@ Status PvMover::Run::RecordWorkloads() {
   auto plan = FreshPlan(rec_.original_pv);
   if (!plan.ok()) return plan.status();
   const std::vector<PodRef> others = PodsNotOurs(*plan);
-  if (!rec_.workload_group.empty() && rec_.direction == "apply" && !others.empty()) {
+  if (group_scales_ && !others.empty()) {
     return FailedPrecondition("claim " + rec_.ClaimKey() + " is held by pods outside its " +
                               "workload group " + rec_.workload_group + ": " + InUseReason(others) +
-                              "; stop them and run apply again");
+                              "; stop them and run " + rec_.direction + " again");
   }
   const std::string refusal = InUseRefusal(others, m_->options_.scale_down);
   if (!refusal.empty()) return FailedPrecondition("claim " + rec_.ClaimKey() + ": " + refusal);
@@ -549,9 +560,8 @@ Status PvMover::Run::RecordWorkloads() {
 
 Status PvMover::Run::ScaleDownAndQuiesce() {
   FLEXCSI_RETURN_IF_ERROR(RecordWorkloads());
-  // Apply of a group member: the group has scaled its workloads (rollback scales for itself).
-  const bool group_scaled = !rec_.workload_group.empty() && rec_.direction == "apply";
-  for (const auto& w : group_scaled ? std::vector<ScaledWorkload>{} : rec_.workloads) {
+  // A group member: the group has scaled its workloads.
+  for (const auto& w : group_scales_ ? std::vector<ScaledWorkload>{} : rec_.workloads) {
     Progress("scaling " + w.kind + "/" + w.name + " from " + std::to_string(w.replicas) + " to 0");
     FLEXCSI_RETURN_IF_ERROR(ScaleWorkloadTo(client_, w, 0, false, nullptr));
   }
@@ -583,10 +593,11 @@ Status PvMover::Run::WaitQuiesced() {
 }
 
 Status PvMover::Run::RestoreReplicas() {
+  if (group_scales_) return Status::Ok();  // the group restores, once
   if (!rec_.workload_group.empty()) {
-    if (rec_.direction == "apply") return Status::Ok();  // the group restores, once
-    // Rollback of a group member: the workloads come back only when no other member of the
-    // group is half-way (its claim may be Lost right now; pods must not start on it).
+    // Rollback of a group member on its own (not with its group): the workloads come back only
+    // when no other member of the group is half-way (its claim may be Lost right now; pods must
+    // not start on it).
     auto records = m_->journal_->List();
     if (!records.ok()) return records.status();
     for (const auto& r : *records) {
@@ -915,15 +926,11 @@ MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
     rec_.target_pv = plan->target_pv;
     rec_.original_reclaim_policy = plan->reclaim_policy.empty() ? "Retain" : plan->reclaim_policy;
     rec_.release_uid = NewReleaseUid();
-    if (group != nullptr) {
-      // The group read these replicas before its scale-down: they are the ones to restore.
-      rec_.workload_group = group->id;
-      rec_.workloads = group->workloads;
-      rec_.workloads_recorded = true;
-    }
+    if (group != nullptr) JoinGroup(*group);
     Status s = Announce("checked");
     if (!s.ok()) return Fail(s);
   }
+  group_scales_ = !rec_.workload_group.empty();
   Status s = RunSteps(ApplySteps(), [this](const std::string& step) { return ApplyStep(step); });
   if (!s.ok()) return Fail(s);
   rec_.state = RecordState::kMoved;
@@ -934,7 +941,7 @@ MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
   return result_;
 }
 
-MoveResult PvMover::Run::Rollback() {
+MoveResult PvMover::Run::Rollback(const WorkloadGroupRecord* group) {
   auto got = m_->journal_->Get(pv_name_);
   if (!got.ok()) return Fail(got.status());
   if (!*got) return Refuse("no migration of " + pv_name_ + " in journal " + m_->journal_->dir());
@@ -957,20 +964,23 @@ MoveResult PvMover::Run::Rollback() {
     if (!group.ok()) return Fail(group.status());
     replicas_restored = !*group || (*group)->step == "group-done";
   }
-  // The in-use rule of apply, before anything is written (the journal included).
+  if (turning && replicas_restored) {
+    // Past apply's own restore (or its group's): the workloads are no longer ours; this rollback
+    // records and restores afresh, alone or with its own group.
+    rec_.workloads.clear();
+    rec_.workloads_recorded = false;
+    rec_.workload_group.clear();
+  }
+  if (group != nullptr) JoinGroup(*group);
+  group_scales_ = group != nullptr;
+  // The in-use rule of apply, before anything is written (the journal included). Pods of
+  // workloads in rec_.workloads are ours: scaled down by this migration (apply not finished, or
+  // this run's group).
   auto plan = FreshPlan(rec_.original_pv);
   if (!plan.ok()) return Fail(plan.status());
-  const std::string refusal =
-      InUseRefusal(replicas_restored ? plan->pods : PodsNotOurs(*plan), m_->options_.scale_down);
+  const std::string refusal = InUseRefusal(PodsNotOurs(*plan), m_->options_.scale_down);
   if (!refusal.empty()) return Refuse(refusal);
   if (turning) {
-    if (replicas_restored) {
-      // A group member past its own steps: the group restores (or has restored) the replicas it
-      // recorded; this rollback records and restores afresh, on its own.
-      rec_.workloads.clear();
-      rec_.workloads_recorded = false;
-      rec_.workload_group.clear();
-    }
     Progress("rolling back from step " + rec_.step);
     rec_.direction = "rollback";
     rec_.state = RecordState::kInProgress;
@@ -995,6 +1005,8 @@ PvMover::PvMover(kube::KubeClient* client, MigrationJournal* journal,
 MoveResult PvMover::Apply(const std::string& pv_name, const WorkloadGroupRecord* group) {
   return Run(this, pv_name).Apply(group);
 }
-MoveResult PvMover::Rollback(const std::string& pv_name) { return Run(this, pv_name).Rollback(); }
+MoveResult PvMover::Rollback(const std::string& pv_name, const WorkloadGroupRecord* group) {
+  return Run(this, pv_name).Rollback(group);
+}
 
 }  // namespace flexcsi::migrate

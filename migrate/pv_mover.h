@@ -23,9 +23,9 @@
 //   restoring-policy   the original reclaim policy on the new P
 //   restoring-replicas the recorded replicas (only where the workload is still at 0)
 //   done
-// A PV moving with its workload group (MoveInGroups, apply --scale-down) leaves scale-down and
-// restore to the group: its scaling-down step checks and waits, its restoring-replicas step
-// writes nothing.
+// A PV moving with its workload group (ParallelMover, apply or rollback --scale-down, or a group
+// left in flight) leaves scale-down and restore to the group: its scaling-down (rb-scaling-down)
+// step checks and waits, its restoring-replicas (rb-restoring-replicas) step writes nothing.
 // Rollback walks back from any step with rb-scaling-down, rb-retaining, rb-releasing,
 // rb-deleting-new, rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas
 // and ends rolled-back: the original PV (same name, original source, claimRef to C's uid,
@@ -110,7 +110,10 @@ class PvMover {
   // quiet, and its restoring-replicas step leaves the replicas to the group. Null for a PV on
   // its own (or resumed: a journaled row keeps the group it started with).
   MoveResult Apply(const std::string& pv_name, const WorkloadGroupRecord* group = nullptr);
-  MoveResult Rollback(const std::string& pv_name);
+  // `group`: as for Apply; the group of this run, which replaces any the row names (a rollback
+  // after a finished apply group belongs to the rollback's group, not the apply's). Null: the
+  // PV rolls back on its own and scales its workloads itself.
+  MoveResult Rollback(const std::string& pv_name, const WorkloadGroupRecord* group = nullptr);
 
  private:
   class Run;

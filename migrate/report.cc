@@ -212,6 +212,7 @@ json JournalToJson(const std::vector<MigrationRecord>& records,
     json workloads = json::array();
     for (const auto& w : g.workloads) workloads.push_back(ToJson(w));
     group_items.push_back({{"id", g.id},
+                           {"direction", g.direction},
                            {"step", g.step},
                            {"workloads", workloads},
                            {"members", g.members},
@@ -247,10 +248,10 @@ void PrintJournalTable(const std::vector<MigrationRecord>& records,
       replicas +=
           (replicas.empty() ? "" : ",") + w.kind + "/" + w.name + "=" + std::to_string(w.replicas);
     }
-    group_rows.push_back(
-        {g.id, g.step, std::to_string(g.members.size()), OrDash(replicas), Time(g.updated_at)});
+    group_rows.push_back({g.id, g.direction, g.step, std::to_string(g.members.size()),
+                          OrDash(replicas), Time(g.updated_at)});
   }
-  PrintTable({"GROUP", "STEP", "PVS", "REPLICAS", "UPDATED"}, group_rows, out);
+  PrintTable({"GROUP", "DIRECTION", "STEP", "PVS", "REPLICAS", "UPDATED"}, group_rows, out);
 }
 
 }  // namespace flexcsi::migrate

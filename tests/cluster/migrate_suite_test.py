@@ -12,7 +12,8 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    `--scale-down` the pod comes back on the FlexVolume PV with the checksum of test 1
 5. a StatefulSet (3 replicas x 2 volumeClaimTemplates claims, an HPA on it) moves under one
    scale-down with `apply --all --parallel`, killed with -9 and resumed: scaled to 0 once and
-   back once (audit log), pods back with their data
+   back once (audit log), pods back with their data; then `rollback --all --scale-down` takes
+   the six back to their FlexVolume PVs under one scale-down too (audit log), data unchanged
 6. 12 idle PVs with `--parallel 6`, killed with -9 while several move, resumed: all moved
 9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
    rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
@@ -291,23 +292,49 @@ class MigrateSuite(unittest.TestCase):
             self.assertEqual(get("pvc", claim, ns)["metadata"]["uid"], uids[claim])
         self.assertEqual(get("statefulset", name, ns)["spec"]["replicas"], replicas)
 
+        self.assert_scaled_once(seen, replicas, "apply")
+        self.assert_pods_back_with(ns, pods, before, "the CSI PVs")
+
+        # Back again, the six under one scale-down as well.
+        seen = len(clustertest.CLUSTER.audit_events())
+        started = time.monotonic()
+        rolled = migrate("rollback", "--all", "--scale-down", "--parallel", "6", journal=journal)
+        print("StatefulSet, 6 PVs: rollback --all --scale-down in %.1f s"
+              % (time.monotonic() - started), flush=True)
+        self.assertEqual(rolled.returncode, 0, rolled.stdout + rolled.stderr)
+        for claim in claims:
+            pv = get("pv", claim)
+            self.assertIn("flexVolume", pv["spec"], claim)
+            self.assertNotIn("csi", pv["spec"], claim)
+            self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[claim], claim)
+            self.assertTrue(claim_bound(ns, claim), claim)
+            self.assertEqual(get("pvc", claim, ns)["spec"]["volumeName"], claim)
+        self.assertEqual(get("statefulset", name, ns)["spec"]["replicas"], replicas)
+        self.assert_scaled_once(seen, replicas, "rollback")
+        self.assert_pods_back_with(ns, pods, before, "the FlexVolume PVs")
+
+    def assert_scaled_once(self, seen, replicas, what):
+        """The StatefulSet's /scale writes since audit event `seen`: flexcsi's to 0 and back."""
         scale_writes = [e for e in clustertest.CLUSTER.audit_events()[seen:]
                         if e.get("objectRef", {}).get("resource") == "statefulsets"
                         and e["objectRef"].get("subresource") == "scale"
                         and e["verb"] in ("update", "patch")
                         and e["responseStatus"]["code"] < 300]
         # (a Scale's spec.replicas is omitempty: 0 is an absent field in the recorded body)
-        self.assertEqual([(e["userAgent"].split("/")[0],
-                           e["requestObject"]["spec"].get("replicas", 0)) for e in scale_writes],
-                         [("flexcsi", 0), ("flexcsi", replicas)],
-                         "the StatefulSet was not scaled to 0 once and back once by flexcsi "
-                         "alone")
+        written = [(e["userAgent"].split("/")[0], e["requestObject"]["spec"].get("replicas", 0))
+                   for e in scale_writes]
+        print("%s: StatefulSet scale writes %s" % (what, written), flush=True)
+        self.assertEqual(written, [("flexcsi", 0), ("flexcsi", replicas)],
+                         "%s: the StatefulSet was not scaled to 0 once and back once by flexcsi "
+                         "alone" % what)
+
+    def assert_pods_back_with(self, ns, pods, checksums, where):
         for p in pods:
-            wait_for("pod %s back on the CSI PVs" % p,
+            wait_for("pod %s back on %s" % (p, where),
                      lambda: running_pod(ns, "statefulset.kubernetes.io/pod-name=" + p), 180)
             for d in ("data", "logs"):
                 self.assertEqual(exec_in(ns, p, "sha256sum", "/%s/payload" % d).split()[0],
-                                 before[(p, d)], "%s:/%s" % (p, d))
+                                 checksums[(p, d)], "%s:/%s" % (p, d))
 
     def test_6_parallel_apply_killed_mid_way_resumes_every_pv(self):
         ns, count = "parallel", 12

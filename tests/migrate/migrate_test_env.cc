@@ -221,11 +221,35 @@ Status MigrateEnv::CreateDeployment(const std::string& ns, const std::string& na
         {"template",
          {{"metadata", {{"labels", {{"app", name}}}}},
           {"spec",
-           {{"containers", {{{"name", "c"}, {"image", "busybox"}}}},
-            {"volumes", volumes}}}}}}}};
+           {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}, {"volumes", volumes}}}}}}}};
   auto created = client_->Create(ResourcePath::Group("apps/v1", "deployments", ns), dep);
   if (!created.ok()) return created.status();
   return wait ? WaitRunningPods(ns, claims.front(), static_cast<size_t>(replicas)) : Status::Ok();
+}
+
+Status MigrateEnv::CreateStatefulSet(const std::string& ns, const std::string& name,
+                                     const std::vector<std::string>& templates, int replicas) {
+  json claim_templates = json::array();
+  for (const std::string& t : templates) {
+    claim_templates.push_back({{"metadata", {{"name", t}}},
+                               {"spec",
+                                {{"accessModes", {"ReadWriteOnce"}},
+                                 {"storageClassName", ""},
+                                 {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+  }
+  json sts = {{"apiVersion", "apps/v1"},
+              {"kind", "StatefulSet"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec",
+               {{"replicas", replicas},
+                {"serviceName", name},
+                {"podManagementPolicy", "Parallel"},
+                {"selector", {{"matchLabels", {{"app", name}}}}},
+                {"template",
+                 {{"metadata", {{"labels", {{"app", name}}}}},
+                  {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}},
+                {"volumeClaimTemplates", claim_templates}}}};
+  return client_->Create(ResourcePath::Group("apps/v1", "statefulsets", ns), sts).status();
 }
 
 Status MigrateEnv::WaitRunningPods(const std::string& ns, const std::string& claim, size_t count) {

@@ -68,6 +68,11 @@ class MigrateEnv {
                           int replicas, bool wait = true) {
     return CreateDeployment(ns, name, std::vector<std::string>{claim}, replicas, wait);
   }
+  // A StatefulSet (Parallel pod management) with `replicas` pods and one volumeClaimTemplate
+  // per entry of `templates`: pod i mounts claim <template>-<name>-<i>, which the caller creates
+  // beforehand (bound to a PV of its choosing) so the controller creates none. Does not wait.
+  Status CreateStatefulSet(const std::string& ns, const std::string& name,
+                           const std::vector<std::string>& templates, int replicas);
   Status WaitRunningPods(const std::string& ns, const std::string& claim, size_t count);
   StatusOr<json> Get(const kube::ResourcePath& path) { return client_->Get(path); }
 

@@ -1,7 +1,5 @@
 #include "kube/kube_client.h"
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "common/yaml_json.h"

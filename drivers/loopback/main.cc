@@ -182,8 +182,16 @@ int Run(int argc, char** argv) {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     spdlog::info("received signal {}, shutting down", signal_number);
-    // In-flight RPCs get a few seconds to finish; mounts and devices stay as they are.
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // Work in flight on a volume (it holds the volume's lock) gets a few seconds to finish;
+    // mounts and devices stay as they are. Then the answers get a moment to go out, and the
+    // server stops: a longer gRPC shutdown deadline would be spent waiting for idle client
+    // connections (the bridge keeps one open), which a client does not close by itself. A call
+    // cut off by the deadline still runs to its end, and CSI callers retry.
+    const auto grace_end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (locks.HeldCount() > 0 && std::chrono::steady_clock::now() < grace_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(250));
   });
   server->Wait();
   stopper.join();

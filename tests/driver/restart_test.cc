@@ -2,7 +2,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "common/mount_table.h"
 #include "tests/driver/driver_harness.h"
@@ -14,6 +16,43 @@ namespace {
 using csi::v1::VolumeCapability;
 
 class RestartTest : public DriverTest {};
+
+TEST_F(RestartTest, WorkInFlightAtSigtermFinishesAndAnswers) {
+  // A DaemonSet rollout sends SIGTERM whenever it likes: a NodeStage that is formatting the
+  // volume must finish, answer OK, and be remembered by the next driver.
+  const VolumeCapability cap = MountCapability("xfs");
+  const std::string id = CreateVolume("pvc-sigterm", 512 * kMiB, cap);
+  std::map<std::string, std::string> context = ControllerPublish(id, cap);
+  const std::string staging = MakeDir("staging");
+  csi::v1::NodeStageVolumeRequest stage;
+  stage.set_volume_id(id);
+  stage.set_staging_target_path(staging);
+  *stage.mutable_volume_capability() = cap;
+  for (const auto& [key, value] : context) (*stage.mutable_publish_context())[key] = value;
+  grpc::Status staged;
+  std::thread call([&] { staged = Call(stage); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (driver_->Log().find("formatting") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_NE(driver_->Log().find("formatting"), std::string::npos) << driver_->Log();
+  const int status = driver_->Stop();
+  call.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << driver_->Log();
+  ASSERT_TRUE(staged.ok()) << Describe(staged) << "\n" << driver_->Log();
+  const std::vector<std::string> mounts = MountPointsBelow(test_dir());
+  EXPECT_NE(std::find(mounts.begin(), mounts.end(), staging), mounts.end());
+
+  // The next driver knows the staging: a repeat is recognised, and the unstage undoes it all.
+  ASSERT_NO_FATAL_FAILURE(RestartDriver());
+  ASSERT_NO_FATAL_FAILURE(Stage(id, staging, cap, context));
+  ASSERT_NO_FATAL_FAILURE(Unstage(id, staging));
+  EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+  EXPECT_TRUE(MountPointsBelow(test_dir()).empty());
+  ASSERT_NO_FATAL_FAILURE(ControllerUnpublish(id));
+  ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
+}
 
 TEST_F(RestartTest, StateSurvivesARestart) {
   const VolumeCapability cap = MountCapability();

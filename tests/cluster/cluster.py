@@ -117,11 +117,14 @@ class Cluster:
     lacks is created for the mount and removed at teardown.
 
     pod_network: pods that are not hostNetwork get an address on a CNI bridge, and reach the API
-    server at the `kubernetes` Service's address; needs a private network namespace."""
+    server at the `kubernetes` Service's address; needs a private network namespace.
+
+    controller_manager_flags: added to kube-controller-manager's command line."""
 
     def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
-                 pod_network=False):
+                 pod_network=False, controller_manager_flags=()):
         self.bin = assets_bin
+        self.controller_manager_flags = list(controller_manager_flags)
         self.node_name = node_name
         self.keep = keep
         self.dir = workdir or tempfile.mkdtemp(prefix="flexcsi-cluster-%d-" % os.getpid())
@@ -420,7 +423,7 @@ class Cluster:
             "--service-account-private-key-file", self.pki.path("sa.key"),
             "--root-ca-file", self.ca,
             "--flex-volume-plugin-dir", self.controller_plugin_dir,
-            "--v=2"])
+            "--v=2", *self.controller_manager_flags])
         self._run("kube-scheduler", [os.path.join(self.bin, "kube-scheduler"),
                                      *self._control_plane_client_flags(), "--v=1"])
 

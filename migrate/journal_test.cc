@@ -11,6 +11,20 @@
 namespace flexcsi::migrate {
 namespace {
 
+// The journal's first schema as released: older journals on users' disks start from it.
+constexpr char kReleasedSchemaV1[] = R"sql(
+CREATE TABLE migrations(
+  pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
+  original_pv TEXT NOT NULL, original_pvc TEXT NOT NULL, target_pv TEXT NOT NULL,
+  original_reclaim_policy TEXT NOT NULL, release_uid TEXT NOT NULL, new_pv_uid TEXT NOT NULL,
+  workloads TEXT NOT NULL, workloads_recorded INTEGER NOT NULL, last_error TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+CREATE TABLE history(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, pv_name TEXT NOT NULL, direction TEXT NOT NULL,
+  step TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX history_by_pv ON history(pv_name, id);
+)sql";
+
 class JournalTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -181,20 +195,11 @@ TEST_F(JournalTest, ConcurrentPutsFromManyThreadsAllLand) {
 TEST_F(JournalTest, SchemaV1JournalIsUpgradedWithItsRows) {
   {
     // The v1 schema as released, and one row as the old binary wrote it.
-    auto db = SqliteDatabase::Open(dir_ + "/journal.db", "v1 journal", {R"sql(
-CREATE TABLE migrations(
-  pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
-  original_pv TEXT NOT NULL, original_pvc TEXT NOT NULL, target_pv TEXT NOT NULL,
-  original_reclaim_policy TEXT NOT NULL, release_uid TEXT NOT NULL, new_pv_uid TEXT NOT NULL,
-  workloads TEXT NOT NULL, workloads_recorded INTEGER NOT NULL, last_error TEXT NOT NULL,
-  updated_at INTEGER NOT NULL);
-CREATE TABLE history(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, pv_name TEXT NOT NULL, direction TEXT NOT NULL,
-  step TEXT NOT NULL, at INTEGER NOT NULL);
-CREATE INDEX history_by_pv ON history(pv_name, id);
+    const std::string v1_with_row = std::string(kReleasedSchemaV1) + R"sql(
 INSERT INTO migrations VALUES('old-pv', 'apply', 'binding', 'in-progress', '{}',
   '{"metadata":{"namespace":"ns","name":"c"}}', '{}', 'Delete', 'r', '', '[]', 1, '', 1);
-)sql"});
+)sql";
+    auto db = SqliteDatabase::Open(dir_ + "/journal.db", "v1 journal", {v1_with_row.c_str()});
     ASSERT_TRUE(db.ok()) << db.status().ToString();
   }
   auto j = MigrationJournal::Open(dir_);
@@ -237,18 +242,7 @@ TEST_F(JournalTest, SchemaV2GroupsAreUpgradedAsApplyGroups) {
   {
     // The v1 and v2 schemas as released, and one group row as the v2 binary wrote it.
     auto db = SqliteDatabase::Open(dir_ + "/journal.db", "v2 journal",
-                                   {R"sql(
-CREATE TABLE migrations(
-  pv_name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
-  original_pv TEXT NOT NULL, original_pvc TEXT NOT NULL, target_pv TEXT NOT NULL,
-  original_reclaim_policy TEXT NOT NULL, release_uid TEXT NOT NULL, new_pv_uid TEXT NOT NULL,
-  workloads TEXT NOT NULL, workloads_recorded INTEGER NOT NULL, last_error TEXT NOT NULL,
-  updated_at INTEGER NOT NULL);
-CREATE TABLE history(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, pv_name TEXT NOT NULL, direction TEXT NOT NULL,
-  step TEXT NOT NULL, at INTEGER NOT NULL);
-CREATE INDEX history_by_pv ON history(pv_name, id);
-)sql",
+                                   {kReleasedSchemaV1,
                                     R"sql(
 ALTER TABLE migrations ADD COLUMN workload_group TEXT NOT NULL DEFAULT '';
 CREATE TABLE workload_groups(

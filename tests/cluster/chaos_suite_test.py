@@ -76,11 +76,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        if PLUGINS is not None:
-            PLUGINS.stop()
-    finally:
-        clustertest.stop_cluster()
+    clustertest.stop_cluster(PLUGINS)
 
 
 class Killer(threading.Thread):

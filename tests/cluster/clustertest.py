@@ -50,8 +50,19 @@ def start_cluster(**options):
     return CLUSTER
 
 
-def stop_cluster():
-    """For tearDownModule: fails the run when anything was left behind."""
+def stop_cluster(*components):
+    """For tearDownModule: stops the suite's own `components` (anything with stop(); None is
+    skipped), then the cluster, even when a stop failed; fails the run when anything was left
+    behind."""
+    try:
+        for component in components:
+            if component is not None:
+                component.stop()
+    finally:
+        _stop_cluster()
+
+
+def _stop_cluster():
     global CLUSTER
     if CLUSTER is None:
         return

@@ -88,12 +88,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        for p in (CONTROLLER, SNAPSHOT_CONTROLLER, PLUGINS):
-            if p is not None:
-                p.stop()
-    finally:
-        clustertest.stop_cluster()
+    clustertest.stop_cluster(CONTROLLER, SNAPSHOT_CONTROLLER, PLUGINS)
 
 
 def registration():

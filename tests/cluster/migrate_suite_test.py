@@ -80,11 +80,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        for p in SIDECARS + ([PLUGINS] if PLUGINS else []):
-            p.stop()
-    finally:
-        clustertest.stop_cluster()
+    clustertest.stop_cluster(*SIDECARS, PLUGINS)
 
 
 def migrate(*args, crash_after=None, journal, timeout=300):

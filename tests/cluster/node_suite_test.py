@@ -38,11 +38,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        if PLUGINS is not None:
-            PLUGINS.stop()
-    finally:
-        clustertest.stop_cluster()
+    clustertest.stop_cluster(PLUGINS)
 
 
 def for_each_shape(work):

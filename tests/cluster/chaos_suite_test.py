@@ -186,6 +186,7 @@ def attached_volumes():
 def volume_still_on_node(name, cell, volume_id):
     """'' when nothing of the volume is left on the node, else what is."""
     left = []
+
     def names_it(path):
         return volume_id in path or path.endswith("/" + name) or "/" + name + "/" in path
     mounts = [m for m in namespace.mount_points() if names_it(m)]
@@ -248,7 +249,8 @@ def lifecycle(index, rng):
         wait_pod_running(NS, pods[1], STEP_TIMEOUT)
     for pod in pods:
         out = exec_in(NS, pod, "sh", "-c", "cd /data && sha256sum -c f.sum")
-        assert "f: OK" in out, "%s: %s" % (pod, out)
+        if "f: OK" not in out:
+            raise AssertionError("%s read back other data: %s" % (pod, out))
     for pod in pods:
         delete_and_wait("pod", pod, NS, STEP_TIMEOUT)
     if not inline:

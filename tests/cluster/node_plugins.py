@@ -141,11 +141,6 @@ class NodePlugins:
         self.procs["bridge"].stop(sig)
 
     def stop(self):
-        # All told at once: csi-loopback gives a connected client up to 5 s to go (gRPC's
-        # shutdown deadline), which one after another adds up over a dozen drivers.
-        for proc in self.procs.values():
-            if proc.alive():
-                proc.popen.send_signal(signal.SIGTERM)
         for proc in self.procs.values():
             proc.stop()
 

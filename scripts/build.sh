@@ -11,5 +11,8 @@ build_dir=${BUILD_DIR:-$repo/build}
 
 # Two cores on the reference machines; more where there are more.
 jobs=${JOBS:-$(nproc)}
-cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+# ccache, where the machine has it, makes a second build tree (a git worktree) cost minutes.
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$jobs"

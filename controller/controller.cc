@@ -44,14 +44,6 @@ Controller::~Controller() {
   if (metrics_server_) metrics_server_->Stop();
 }
 
-bool Controller::HasSnapshotApi() {
-  kube::ListOptions one;
-  one.page_size = 1;
-  auto listed = ctx_.client->List(
-      kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshotcontents"), one);
-  return listed.ok();
-}
-
 Status Controller::Start() {
   char host[256] = "";
   ::gethostname(host, sizeof(host) - 1);
@@ -66,6 +58,18 @@ Status Controller::Start() {
     metrics_server_ = std::make_unique<MetricsHttpServer>(metrics_, [this] { return Healthy(); });
     FLEXCSI_RETURN_IF_ERROR(metrics_server_->Start(options_.metrics_address));
     spdlog::info("metrics and /healthz on port {}", metrics_server_->port());
+  }
+
+  // What the API server serves and is, before any watch: an old cluster gets fewer informers
+  // and refusals with events, never a crash loop on a 404.
+  auto cluster = DiscoverCapabilities(*ctx_.client);
+  if (!cluster.ok()) return cluster.status();
+  ctx_.cluster = *cluster;
+  spdlog::info("{}", ctx_.cluster.Summary());
+  if (options_.leader_election &&
+      options_.election.lock == LeaderElectionConfig::Lock::kAuto) {
+    options_.election.lock = ctx_.cluster.leases ? LeaderElectionConfig::Lock::kLease
+                                                 : LeaderElectionConfig::Lock::kConfigMap;
   }
 
   claims_ = std::make_unique<kube::Informer>(ctx_.client,
@@ -83,8 +87,7 @@ Status Controller::Start() {
       Enqueue("claim/" + JStr(ref, "namespace") + "/" + JStr(ref, "name"));
     }
   });
-  snapshot_api_ = HasSnapshotApi();
-  if (snapshot_api_) {
+  if (ctx_.cluster.snapshots) {
     snapshots_ = std::make_unique<kube::Informer>(
         ctx_.client, kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshots"));
     snapshots_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
@@ -103,8 +106,10 @@ Status Controller::Start() {
       }
     });
   }
-  spdlog::info("snapshot.storage.k8s.io/v1 {}",
-               snapshot_api_ ? "served: snapshots enabled" : "not served: snapshots via CLI only");
+  if (!ctx_.cluster.snapshots) {
+    spdlog::info("snapshot.storage.k8s.io/v1 not served: VolumeSnapshots via `flexcsi snapshot` "
+                 "only; claims restoring from one are refused with an event");
+  }
   for (kube::Informer* inf : {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {
     if (inf == nullptr) continue;
     threads_.emplace_back([this, inf] { inf->Run(stop_threads_); });

@@ -64,7 +64,6 @@ class Controller {
   void Worker();
   Status Process(const std::string& key);
   void ResyncAll();
-  bool HasSnapshotApi();
 
   ControllerOptions options_;
   ControllerContext ctx_;
@@ -82,7 +81,6 @@ class Controller {
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_threads_{false};
   std::atomic<bool> leading_{false};
-  bool snapshot_api_ = false;
 };
 
 }  // namespace flexcsi::controller

@@ -53,7 +53,7 @@ StatusOr<std::map<std::string, std::string>> ControllerContext::SecretData(const
 
 std::vector<std::string> ControllerContext::TopologyKeys(const DriverConfig& driver,
                                                          const std::string& node) {
-  if (!node.empty()) {
+  if (!node.empty() && cluster.csinodes) {
     auto csinode =
         client->Get(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes").Named(node));
     if (csinode.ok()) {
@@ -117,12 +117,11 @@ StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const Drive
   auto nodes = ListNodes();
   if (!nodes.ok()) return nodes.status();
   nlohmann::json csinodes = nlohmann::json::array();
-  auto listed = client->List(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"));
-  if (listed.ok()) {
+  if (cluster.csinodes) {
+    auto listed = client->List(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"));
+    // An error of a served API is real: guessing could pick the wrong nodes.
+    if (!listed.ok()) return listed.status().WithContext("listing CSINodes");
     if (JField(*listed, "items").is_array()) csinodes = (*listed)["items"];
-  } else if (!kube::IsNotFound(listed.status())) {
-    // Not "no CSINode API" (1.9-1.13): a real error, and guessing could pick the wrong nodes.
-    return listed.status().WithContext("listing CSINodes");
   }
   return AggregateTopology(driver.CsiDriver(), *nodes, csinodes, TopologyKeys(driver, ""));
 }

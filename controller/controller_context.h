@@ -16,6 +16,7 @@
 #include "bridge/bridge_config.h"
 #include "bridge/csi_client.h"
 #include "bridge/metrics.h"
+#include "controller/cluster_capabilities.h"
 #include "controller/event_recorder.h"
 #include "controller/intent_journal.h"
 #include "common/json_access.h"
@@ -35,6 +36,7 @@ struct ControllerContext {
   EventRecorder* events = nullptr;
   IntentJournal* journal = nullptr;
   std::chrono::milliseconds timeout{60000};  // per CSI call, like the sidecars' --timeout
+  ClusterCapabilities cluster;                // discovered at start (Controller::Start)
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
   // The driver whose provisioner name is `provisioner`, or nullptr.
@@ -43,8 +45,9 @@ struct ControllerContext {
   // The secret's data, base64-decoded, for a CSI request. NOT_FOUND names the secret.
   StatusOr<std::map<std::string, std::string>> SecretData(const SecretRef& ref);
 
-  // Topology keys of a driver: CSINode's topologyKeys for `node` when registered there, else
-  // the keys of the driver's NodeGetInfo accessible topology (cached), else none.
+  // Topology keys of a driver: CSINode's topologyKeys for `node` when registered there (and the
+  // cluster serves CSINode), else the keys of the driver's NodeGetInfo accessible topology
+  // (cached), else none.
   std::vector<std::string> TopologyKeys(const DriverConfig& driver, const std::string& node);
 
   // Whether the driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability (Identity
@@ -52,7 +55,7 @@ struct ControllerContext {
   StatusOr<bool> SupportsTopology(const DriverConfig& driver);
 
   // Where the driver is registered now (topology.h AggregateTopology over all Nodes and
-  // CSINodes; a cluster without CSINodes counts as none registered there).
+  // CSINodes; a cluster that does not serve CSINode (before 1.17) is judged by labels only).
   StatusOr<RegisteredTopology> RegisteredTopologyOf(const DriverConfig& driver);
 
   // The items of the Node list.

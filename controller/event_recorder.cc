@@ -27,6 +27,13 @@ std::string Format(bool micro) {
   return out + "Z";
 }
 
+// The object's uid ("" when it has none).
+std::string UidOf(const nlohmann::json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  return meta->value("uid", "");
+}
+
 }  // namespace
 
 std::string NowRfc3339() { return Format(false); }
@@ -96,6 +103,17 @@ void EventRecorder::Record(const nlohmann::json& object, const std::string& type
   }
   lock.lock();
   seen_[key] = Seen{name, ns, 1, now};
+}
+
+bool EventRecorder::RecordOnce(const nlohmann::json& object, const std::string& type,
+                               const std::string& reason, const std::string& message) {
+  const std::string key = UidOf(object) + "/" + type + "/" + reason + "/" + message;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!once_.insert(key).second) return false;
+  }
+  Record(object, type, reason, message);
+  return true;
 }
 
 }  // namespace flexcsi::controller

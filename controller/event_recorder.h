@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,11 @@ class EventRecorder {
   // `object` without "kind" (list and watch items carry none) is taken to be a claim.
   void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
               const std::string& message);
+  // For refusals that no retry can change (a feature the cluster lacks): records the event the
+  // first time this process asks for it on this object, and returns false without writing
+  // anything when it already did, so resyncs add neither events nor count bumps.
+  bool RecordOnce(const nlohmann::json& object, const std::string& type, const std::string& reason,
+                  const std::string& message);
 
  private:
   struct Seen {
@@ -39,6 +45,7 @@ class EventRecorder {
   std::string host_;
   std::mutex mu_;
   std::map<std::string, Seen> seen_;  // guarded by mu_; key: uid/type/reason/message
+  std::set<std::string> once_;        // guarded by mu_; RecordOnce keys already recorded
 };
 
 // "2026-11-23T15:04:05Z" (metav1.Time) and "2026-11-23T15:04:05.123456Z" (metav1.MicroTime).

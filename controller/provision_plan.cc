@@ -68,6 +68,12 @@ std::string RequestedProvisioner(const nlohmann::json& claim) {
   return p;
 }
 
+std::string SelectedNode(const nlohmann::json& claim) {
+  std::string node = Annotation(claim, kAnnSelectedNode);
+  if (node.empty()) node = Annotation(claim, kAnnAlphaSelectedNode);
+  return node;
+}
+
 bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
                             const std::string& provisioner) {
   if (RequestedProvisioner(claim) != provisioner) return false;
@@ -77,7 +83,7 @@ bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& s
   const std::string phase = JStr(JField(claim, "status"), "phase");
   if (!phase.empty() && phase != "Pending") return false;
   if (JStr(storage_class, "volumeBindingMode") == "WaitForFirstConsumer" &&
-      Annotation(claim, kAnnSelectedNode).empty()) {
+      SelectedNode(claim).empty()) {
     return false;
   }
   return true;

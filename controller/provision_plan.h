@@ -24,6 +24,8 @@ inline constexpr const char* kAnnStorageProvisioner = "volume.kubernetes.io/stor
 inline constexpr const char* kAnnBetaStorageProvisioner =
     "volume.beta.kubernetes.io/storage-provisioner";
 inline constexpr const char* kAnnSelectedNode = "volume.kubernetes.io/selected-node";
+// Kubernetes 1.11's scheduler (alpha DynamicProvisioningScheduling) wrote this one; 1.12 renamed it.
+inline constexpr const char* kAnnAlphaSelectedNode = "volume.alpha.kubernetes.io/selected-node";
 inline constexpr const char* kAnnProvisionedBy = "pv.kubernetes.io/provisioned-by";
 inline constexpr const char* kAnnDeletionSecretName =
     "volume.kubernetes.io/provisioner-deletion-secret-name";
@@ -54,6 +56,10 @@ struct ProvisionPlan {
 
 // The provisioner a claim asks for: the GA annotation, else the beta one, else "".
 std::string RequestedProvisioner(const nlohmann::json& claim);
+
+// The node the scheduler selected for a WaitForFirstConsumer claim: the annotation, else the
+// alpha one of 1.11, else "".
+std::string SelectedNode(const nlohmann::json& claim);
 
 // True when `claim` is this provisioner's to provision now: Pending, no volumeName, annotated
 // with `provisioner`, not being deleted, and for WaitForFirstConsumer classes a selected node.

@@ -145,6 +145,11 @@ TEST(ProvisionPlan, WhichClaimsAreOurs) {
   EXPECT_TRUE(ClaimNeedsProvisioning(beta, sc, "loopback.csi.flexcsi.io"));
   sc["volumeBindingMode"] = "WaitForFirstConsumer";
   EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
+  // Kubernetes 1.11's scheduler selects the node with the alpha annotation.
+  nlohmann::json alpha = claim;
+  alpha["metadata"]["annotations"][kAnnAlphaSelectedNode] = "node-1";
+  EXPECT_TRUE(ClaimNeedsProvisioning(alpha, sc, "loopback.csi.flexcsi.io"));
+  EXPECT_EQ(SelectedNode(alpha), "node-1");
   claim["metadata"]["annotations"][kAnnSelectedNode] = "node-1";
   EXPECT_TRUE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
   claim["spec"]["volumeName"] = "pv";

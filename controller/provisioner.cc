@@ -10,6 +10,7 @@
 #include "controller/intent_journal.h"
 #include "controller/quantity.h"
 #include "controller/topology.h"
+#include "controller/unservable_claim.h"
 
 namespace flexcsi::controller {
 namespace {
@@ -35,6 +36,34 @@ void Provisioner::Failed(const nlohmann::json& claim, const std::string& storage
       "failed to provision volume with StorageClass \"" + storage_class + "\": " + why.message());
 }
 
+void Provisioner::RefuseOnce(const nlohmann::json& claim, const std::string& storage_class,
+                             const std::string& why) {
+  const auto& meta = JField(claim, "metadata");
+  if (ctx_.events->RecordOnce(claim, kEventWarning, "ProvisioningFailed",
+                              "failed to provision volume with StorageClass \"" + storage_class +
+                                  "\": " + why)) {
+    spdlog::warn("claim {}/{} refused: {}", JStr(meta, "namespace"), JStr(meta, "name"), why);
+  }
+}
+
+Status Provisioner::RefuseUnannotated(const nlohmann::json& claim) {
+  if (!RequestedProvisioner(claim).empty()) return Status::Ok();  // another provisioner's
+  const std::string class_name = JStr(JField(claim, "spec"), "storageClassName");
+  if (class_name.empty() || !JStr(JField(claim, "spec"), "volumeName").empty()) {
+    return Status::Ok();
+  }
+  const std::string phase = JStr(JField(claim, "status"), "phase");
+  if (!phase.empty() && phase != "Pending") return Status::Ok();
+  auto sc = ctx_.client->Get(
+      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  if (!sc.ok()) return kube::IsNotFound(sc.status()) ? Status::Ok() : sc.status();
+  if (ctx_.DriverByProvisioner(JStr(*sc, "provisioner")) == nullptr) return Status::Ok();
+  if (auto why = WhyClaimCannotBeServed(claim, *sc, ctx_.cluster)) {
+    RefuseOnce(claim, class_name, *why);
+  }
+  return Status::Ok();
+}
+
 Status Provisioner::SyncClaim(const std::string& ns, const std::string& name) {
   auto claim = ctx_.client->Get(Claims(ns).Named(name));
   if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
@@ -45,7 +74,11 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
   const nlohmann::json* claim = &claim_json;
   const std::string requested = RequestedProvisioner(*claim);
   const DriverConfig* driver = ctx_.DriverByProvisioner(requested);
-  if (driver == nullptr) return Status::Ok();
+  if (driver == nullptr) {
+    // Before 1.11 the PV controller never hands a WaitForFirstConsumer claim to a provisioner
+    // (no provisioner annotation): such claims of our classes are found by their class.
+    return ctx_.cluster.ProvisionsDelayedBinding() ? Status::Ok() : RefuseUnannotated(*claim);
+  }
   const std::string class_name = JStr(JField(*claim, "spec"), "storageClassName");
   if (class_name.empty()) return Status::Ok();
   auto sc = ctx_.client->Get(
@@ -56,6 +89,12 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
              NotFound("storageclass.storage.k8s.io \"" + class_name + "\" not found"));
     }
     return sc.status();
+  }
+  if (JStr(*sc, "provisioner") == driver->provisioner) {
+    if (auto why = WhyClaimCannotBeServed(*claim, *sc, ctx_.cluster)) {
+      RefuseOnce(*claim, class_name, *why);
+      return Status::Ok();  // no retry can change it
+    }
   }
   if (!ClaimNeedsProvisioning(*claim, *sc, driver->provisioner)) return Status::Ok();
   if (JStr(*sc, "provisioner") != driver->provisioner) return Status::Ok();
@@ -150,7 +189,7 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   if (existing.ok()) return ctx_.journal->Finish(pv_name);
   if (!kube::IsNotFound(existing.status())) return existing.status();
 
-  const std::string node_name = Annotation(claim, kAnnSelectedNode);
+  const std::string node_name = SelectedNode(claim);
   std::optional<nlohmann::json> node;
   if (!node_name.empty()) {
     auto n = ctx_.client->Get(kube::ResourcePath::Core("nodes").Named(node_name));

@@ -42,6 +42,13 @@ class Provisioner {
   // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.
   Status UndoIntent(const struct Intent& intent);
   void Failed(const nlohmann::json& claim, const std::string& storage_class, const Status& why);
+  // A claim this cluster can never see served (unservable_claim.h): one ProvisioningFailed
+  // event and one log line per claim, however often it is synced.
+  void RefuseOnce(const nlohmann::json& claim, const std::string& storage_class,
+                  const std::string& why);
+  // A Pending claim without a provisioner annotation whose class is ours (clusters before 1.11
+  // leave WaitForFirstConsumer claims so): refused once when it cannot be served.
+  Status RefuseUnannotated(const nlohmann::json& claim);
   // A Warning event on the claim when the volume's accessible topology (the PV's nodeAffinity)
   // matches no node's labels.
   void WarnIfNoNodeMatches(const nlohmann::json& claim, const std::string& pv_name,

@@ -15,7 +15,8 @@ std::string RelevantRevision(const std::string& kind, const nlohmann::json& obje
                              {"deleting", !JField(meta, "deletionTimestamp").is_null()}};
   if (kind == "claim") {
     const auto& annotations = JField(meta, "annotations");
-    for (const char* key : {kAnnSelectedNode, kAnnStorageProvisioner, kAnnBetaStorageProvisioner}) {
+    for (const char* key : {kAnnSelectedNode, kAnnAlphaSelectedNode, kAnnStorageProvisioner,
+                            kAnnBetaStorageProvisioner}) {
       relevant[key] = JStr(annotations, key);
     }
   } else if (kind == "pv") {

@@ -56,6 +56,20 @@ Status Resizer::SyncClaim(const nlohmann::json& claim) {
 
   const std::string done = Annotation(*pv, kAnnExpandedBytes);
   if (!done.empty() && std::stoll(done) >= requested) return Status::Ok();
+  if (!ctx_.cluster.ExpandsFlexVolumes()) {
+    // Growing the storage would leave a file system kubelet never grows and a claim that never
+    // shows the new size: refuse, once, where the user asked.
+    const std::string why = "resize volume \"" + pv_name + "\" by resizer \"" +
+                            driver->provisioner + "\" refused: Kubernetes " +
+                            ctx_.cluster.version.Describe() +
+                            " cannot expand FlexVolume PVs (kubelet grows their file system "
+                            "from 1.13 on); the volume keeps its size";
+    if (ctx_.events->RecordOnce(claim, kEventWarning, "VolumeResizeFailed", why)) {
+      spdlog::warn("claim {}/{}: {}", JStr(JField(claim, "metadata"), "namespace"),
+                   JStr(JField(claim, "metadata"), "name"), why);
+    }
+    return Status::Ok();
+  }
 
   auto volume = CsiVolumeOfPV(*driver, *pv);
   if (!volume.ok()) return volume.status().WithContext("PV " + pv_name);

@@ -230,6 +230,13 @@ StatusOr<Json> KubeClient::Get(const ResourcePath& object) {
   return impl_->Call("GET", object.UrlPath(), "", "");
 }
 
+StatusOr<Json> KubeClient::GetPath(const std::string& url_path) {
+  if (url_path.empty() || url_path[0] != '/' || url_path.find('?') != std::string::npos) {
+    return InvalidArgument("GetPath: \"" + url_path + "\" is not an absolute path without a query");
+  }
+  return impl_->Call("GET", url_path, "", "");
+}
+
 StatusOr<Json> KubeClient::List(const ResourcePath& collection, const ListOptions& options) {
   Json result = {{"items", Json::array()}, {"metadata", Json::object()}};
   std::string continue_token;

@@ -107,6 +107,9 @@ class KubeClient {
   // Each call is retried on 429 and 5xx with backoff honouring Retry-After, up to the
   // configured limits; 4xx answers are returned at once.
   StatusOr<nlohmann::json> Get(const ResourcePath& object);
+  // GET of a path outside the resource tree, for discovery (discovery.h): "/version", "/apis",
+  // "/apis/<group>/<version>". `url_path` must start with '/' and carries no query.
+  StatusOr<nlohmann::json> GetPath(const std::string& url_path);
   // Follows `continue` until the end. Returns {"items": [...], "metadata": {"resourceVersion": RV}}
   // (the RV of the first page, which is where a watch must start).
   StatusOr<nlohmann::json> List(const ResourcePath& collection, const ListOptions& options = {});

@@ -28,6 +28,9 @@ def main(argv=None):
     p.add_argument("--version", default="v1.28.0", help="gitVersion reported by /version")
     p.add_argument("--no-leases", action="store_true",
                    help="do not serve coordination.k8s.io (a cluster older than 1.14)")
+    p.add_argument("--without", action="append", default=[], metavar="GROUP/VERSION/RESOURCE",
+                   help="do not serve this resource (repeatable), e.g. storage.k8s.io/v1/csinodes "
+                        "for a cluster older than 1.17; v1/RESOURCE for the core group")
     p.add_argument("--state-file", default="",
                    help="journal of every write, replayed at start (survives kill -9)")
     p.add_argument("--no-controllers", action="store_true",
@@ -45,6 +48,7 @@ def main(argv=None):
                          delay_ms=args.delay_ms, snapshot_crds=args.snapshot_crds,
                          version=args.version, state_file=args.state_file or None,
                          run_controllers=not args.no_controllers, leases=not args.no_leases,
+                         without=args.without,
                          csi_attacher=args.csi_attacher,
                          controller_delays={"pod_termination": args.pod_termination_ms / 1000.0,
                                             "detach": args.detach_ms / 1000.0})

@@ -28,6 +28,12 @@ ControllerWorld::~ControllerWorld() {
 }
 
 ::testing::AssertionResult ControllerWorld::Start(bool snapshot_crds) {
+  testing::FakeApiServerOptions options;
+  options.snapshot_crds = snapshot_crds;
+  return Start(std::move(options));
+}
+
+::testing::AssertionResult ControllerWorld::Start(testing::FakeApiServerOptions options) {
   char tmpl[] = "/tmp/flexcsi-controller.XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return ::testing::AssertionFailure() << "mkdtemp failed";
   root_ = tmpl;
@@ -36,8 +42,6 @@ ControllerWorld::~ControllerWorld() {
   auto started = env_->Start();
   if (!started) return started;
 
-  testing::FakeApiServerOptions options;
-  options.snapshot_crds = snapshot_crds;
   options.persist_state = false;
   Status s = api_server_.Start(root_ + "/api", options);
   if (!s.ok()) return ::testing::AssertionFailure() << "fake API server: " << s.ToString();

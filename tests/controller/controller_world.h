@@ -37,6 +37,8 @@ class ControllerWorld {
   ~ControllerWorld();
 
   ::testing::AssertionResult Start(bool snapshot_crds = true);
+  // With the API server's options (an old cluster: version, --no-leases, --without ...).
+  ::testing::AssertionResult Start(testing::FakeApiServerOptions options);
 
   // Starts controller number `index` (separate logs; shared journal unless flags say otherwise).
   ::testing::AssertionResult StartController(int index = 0, ControllerFlags flags = {});

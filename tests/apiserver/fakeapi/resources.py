@@ -96,13 +96,24 @@ SNAPSHOT_CRDS = [
 class Registry(object):
     """Lookup of served types by (group, version, plural) and by kind."""
 
-    def __init__(self, snapshot_crds, leases=True):
+    def __init__(self, snapshot_crds, leases=True, without=()):
         self.types = list(BUILTIN) + (list(SNAPSHOT_CRDS) if snapshot_crds else [])
         if not leases:
             # A pre-1.14 cluster: no coordination.k8s.io (leader election uses a ConfigMap).
             self.types = [t for t in self.types if t.group != "coordination.k8s.io"]
+        # Resources an older cluster does not serve yet ("storage.k8s.io/v1/csinodes"): absent
+        # from discovery and 404 like any unknown path.
+        gone = set(without)
+        unknown = gone - {self._path_of(t) for t in self.types}
+        if unknown:
+            raise ValueError("--without: not a served resource: %s" % ", ".join(sorted(unknown)))
+        self.types = [t for t in self.types if self._path_of(t) not in gone]
         self._by_path = {(t.group, t.version, t.plural): t for t in self.types}
         self._by_kind = {(t.group, t.kind): t for t in self.types}
+
+    @staticmethod
+    def _path_of(t):
+        return "%s/%s" % (t.group + "/" + t.version if t.group else t.version, t.plural)
 
     def lookup(self, group, version, plural):
         return self._by_path.get((group, version, plural))

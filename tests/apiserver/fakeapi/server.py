@@ -52,7 +52,7 @@ class FakeApiServer(object):
     def __init__(self, directory, port=0, tokens=("fake-token",), delay_ms=0,
                  snapshot_crds=False, version="v1.28.0", state_file=None,
                  history_limit=HISTORY_LIMIT, run_controllers=True, controller_delays=None,
-                 leases=True, csi_attacher=False):
+                 leases=True, csi_attacher=False, without=()):
         self.directory = os.path.abspath(directory)
         self.requested_port = port
         self.tokens = {}
@@ -66,7 +66,7 @@ class FakeApiServer(object):
         self.open_watches = 0  # streams being served, for /_fake/controllers and tests
         self.watch_count_lock = threading.Lock()
         self.port = 0
-        self.registry = Registry(snapshot_crds, leases)
+        self.registry = Registry(snapshot_crds, leases, without)
         self.store = Store(history_limit, state_file)
         self.audit = Audit()
         self.api = Api(self.registry, self.store, self.audit)

@@ -23,6 +23,7 @@ import time
 
 import cgroups
 import images
+from kube_version import KubeVersion
 import namespace
 import pki
 
@@ -124,6 +125,8 @@ class Cluster:
     def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
                  pod_network=False, controller_manager_flags=()):
         self.bin = assets_bin
+        # every flag that differs between Kubernetes releases comes from here
+        self.version = KubeVersion.of_binaries(assets_bin)
         self.controller_manager_flags = list(controller_manager_flags)
         self.node_name = node_name
         self.keep = keep
@@ -173,6 +176,8 @@ class Cluster:
                 os.makedirs(d, exist_ok=True)
         namespace.make_rshared_root()
         become_subreaper()
+        # every kubectl a suite runs, ours included, talks to this cluster's version
+        os.environ.update(self.version.kubectl_env)
         self._private_files()
         self._private_host_paths()
         if self.pod_network:
@@ -185,7 +190,8 @@ class Cluster:
         self._start_etcd()
         self._start_apiserver()
         self._wait("the API server to be ready", deadline,
-                   lambda: self._kubectl_ok("get", "--raw", "/readyz"), "kube-apiserver")
+                   lambda: self._kubectl_ok("get", "--raw", self.version.readiness_path),
+                   "kube-apiserver")
         self._start_containerd()
         self._wait("containerd's socket", deadline,
                    lambda: os.path.exists(self.containerd_socket), "containerd")
@@ -350,7 +356,7 @@ class Cluster:
         workload's replicas (/scale) with their bodies, so a suite can count scale-downs."""
         policy = os.path.join(self.dir, "audit-policy.yaml")
         with open(policy, "w") as f:
-            json.dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+            json.dump({"apiVersion": self.version.audit_api_version, "kind": "Policy",
                        "omitStages": ["RequestReceived"],
                        "rules": [{"level": "None", "verbs": ["get", "list", "watch"],
                                   "resources": [{"group": "", "resources": ["events"]}]},
@@ -386,9 +392,7 @@ class Cluster:
             "--endpoint-reconciler-type", "none",
             "--tls-cert-file", crt, "--tls-private-key-file", key,
             "--client-ca-file", self.ca,
-            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-            "--service-account-key-file", self.pki.path("sa.pub"),
-            "--service-account-signing-key-file", self.pki.path("sa.key"),
+            *self.version.apiserver_flags(self.pki.path("sa.pub"), self.pki.path("sa.key")),
             "--service-cluster-ip-range", SERVICE_RANGE,
             "--authorization-mode", "Node,RBAC",
             "--enable-admission-plugins", "NodeRestriction",
@@ -408,11 +412,8 @@ class Cluster:
     def _control_plane_client_flags(self):
         """What kube-controller-manager and kube-scheduler share: admin access, no leader
         election, their health port on loopback."""
-        return ["--kubeconfig", self.kubeconfig,
-                "--authentication-kubeconfig", self.kubeconfig,
-                "--authorization-kubeconfig", self.kubeconfig,
-                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-                "--leader-elect=false"]
+        return ["--kubeconfig", self.kubeconfig, "--leader-elect=false",
+                *self.version.control_plane_serving_flags(self.kubeconfig, free_port())]
 
     def _start_controller_manager_and_scheduler(self):
         self._run("kube-controller-manager", [
@@ -521,6 +522,7 @@ state = "/run/containerd/state"
             "--node-ip", NODE_IP,
             "--container-runtime", "remote",
             "--container-runtime-endpoint", "unix://" + self.containerd_socket,
+            *self.version.kubelet_flags(self.plugin_dir),
             "--v=2"])
 
     # ----- queries ----------------------------------------------------------------------

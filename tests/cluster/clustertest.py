@@ -3,6 +3,7 @@ one cluster per test module, and waiting on Kubernetes objects the way a person 
 
 A suite module ends with `if __name__ == "__main__": clustertest.main()` and uses
 `clustertest.CLUSTER` in its tests."""
+import functools
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import unittest
 
 import assets
 import cluster as kube_cluster
+from kube_version import KubeVersion
 import namespace
 
 CLUSTER = None
@@ -35,6 +37,11 @@ def main(pod_network=False, failfast=False):
     except assets.AssetsMissing as e:
         print("SKIP: " + str(e), flush=True)
         sys.exit(SKIP)
+    release = os.environ.get(assets.RELEASE_VARIABLE)
+    version = KubeVersion.of_binaries(bin_dir)
+    if release and not str(version).startswith(release + "."):
+        sys.exit("%s=%s, but the binaries in %s are %s" % (assets.RELEASE_VARIABLE, release,
+                                                           bin_dir, version))
     namespace.enter_private_namespaces(sys.argv, network=pod_network)
     os.environ["FLEXCSI_KUBE_BIN"] = bin_dir
     unittest.main(module="__main__", verbosity=2, failfast=failfast)
@@ -48,6 +55,19 @@ def start_cluster(**options):
     CLUSTER.start()
     print("\ncluster up in %.1f s" % CLUSTER.timings["up"], flush=True)
     return CLUSTER
+
+
+def needs(feature, reason):
+    """Decorates a test that the cluster's Kubernetes must have `feature` for (a KubeVersion
+    property); elsewhere the test is skipped with `reason` in one line."""
+    def decorate(test):
+        @functools.wraps(test)
+        def run(self, *args, **kwargs):
+            if not getattr(CLUSTER.version, feature):
+                self.skipTest("Kubernetes %s: %s" % (CLUSTER.version, reason))
+            return test(self, *args, **kwargs)
+        return run
+    return decorate
 
 
 def stop_cluster(*components):

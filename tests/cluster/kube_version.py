@@ -1,0 +1,89 @@
+"""Which Kubernetes the test cluster runs, and the one place that knows what differs between the
+releases the suites run on (v1.24 and v1.10.6, ../shared/kube-assets/README.md): the harness's
+flags, and what the suites may expect of the cluster.
+
+The version is read from the binaries (`kube-apiserver --version`), never from a folder name.
+Facts are stated for the two releases measured here; a boundary between them comes from the
+Kubernetes release that changed it."""
+import os
+import re
+import subprocess
+
+
+class KubeVersion:
+    def __init__(self, major, minor, patch=0):
+        self.major, self.minor, self.patch = major, minor, patch
+
+    @classmethod
+    def of_binaries(cls, bin_dir):
+        out = subprocess.run([os.path.join(bin_dir, "kube-apiserver"), "--version"],
+                             capture_output=True, text=True, check=True).stdout
+        m = re.search(r"v(\d+)\.(\d+)\.(\d+)", out)
+        if not m:
+            raise RuntimeError("kube-apiserver --version said %r" % out.strip())
+        return cls(*map(int, m.groups()))
+
+    def __str__(self):
+        return "v%d.%d.%d" % (self.major, self.minor, self.patch)
+
+    def at_least(self, minor):
+        return (self.major, self.minor) >= (1, minor)
+
+    @property
+    def ctest_suffix(self):
+        """What the version's ctest entries end with ('' for the default, v1.24)."""
+        return "" if self.at_least(24) else "_v1_%d" % self.minor
+
+    # ----- the harness ---------------------------------------------------------------------
+
+    @property
+    def readiness_path(self):
+        # /readyz came with 1.16; before it, /healthz is all there is.
+        return "/readyz" if self.at_least(16) else "/healthz"
+
+    def apiserver_flags(self, sa_public_key, sa_private_key):
+        if not self.at_least(20):
+            # 1.10 serves plain HTTP on 127.0.0.1:8080 unless told not to; its service-account
+            # tokens are the legacy ones (the issuer and signing key are 1.20's requirement).
+            return ["--insecure-port", "0", "--service-account-key-file", sa_public_key]
+        return ["--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+                "--service-account-key-file", sa_public_key,
+                "--service-account-signing-key-file", sa_private_key]
+
+    @property
+    def audit_api_version(self):
+        # audit.k8s.io/v1 is 1.12's; 1.10 reads (and writes events in) v1beta1, same fields.
+        return "audit.k8s.io/v1" if self.at_least(12) else "audit.k8s.io/v1beta1"
+
+    def control_plane_serving_flags(self, kubeconfig, port):
+        """kube-controller-manager's and kube-scheduler's health port on loopback."""
+        if not self.at_least(13):
+            # 1.10 serves health on plain HTTP only (--address/--port); no delegated auth.
+            return ["--address", "127.0.0.1", "--port", str(port)]
+        return ["--authentication-kubeconfig", kubeconfig,
+                "--authorization-kubeconfig", kubeconfig,
+                "--bind-address", "127.0.0.1", "--secure-port", str(port)]
+
+    def kubelet_flags(self, plugin_dir):
+        if not self.at_least(11):
+            # 1.10 refuses privileged containers unless kubelet allows them, and its
+            # KubeletConfiguration has no volumePluginDir yet (ignored there, so say it twice).
+            return ["--allow-privileged=true", "--volume-plugin-dir", plugin_dir]
+        return []
+
+    @property
+    def kubectl_env(self):
+        """kubectl 1.32's exec over websockets hangs against 1.10 (1.24 answers it with a
+        fallback to SPDY); SPDY is what every release before 1.30 speaks."""
+        return {} if self.at_least(24) else {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}
+
+    # ----- what a suite may expect of the cluster -----------------------------------------
+
+    @property
+    def expands_flexvolume(self):
+        """kubelet and the expand controller resize FlexVolume PVs from 1.13 on."""
+        return self.at_least(13)
+
+    @property
+    def serves_csinode(self):
+        return self.at_least(14)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""flexcsi-controller and the bridge's node registration on a real Kubernetes v1.24.
+"""flexcsi-controller and the bridge's node registration on a real Kubernetes v1.24, and
+(cluster_controller_suite_v1_10) on v1.10.6.
 
 The bridge registers csi-loopback on the node as kubelet's CSI plugin would (topology label,
 csi.volume.kubernetes.io/nodeid annotation, CSINode entry), with exactly the RBAC rights of
@@ -14,6 +15,16 @@ provisions FlexVolume PVs whose pods really run:
 6. a snapshot with the community snapshot-controller and the snapshot CRDs present, restored
    into a new claim whose pod reads the data
 7. a claim that cannot be provisioned: its ProvisioningFailed tries come at backoff spacing
+
+On v1.10.6 (no CSINode, Lease or snapshot API; docs/controller.md "Old clusters") the same
+suite shows what that release can do and how the rest is refused: the Immediate claim is served
+with its topology from the node label the bridge registered, and deleting it deletes the PV; the
+WaitForFirstConsumer claim (1.10's scheduler never asks a provisioner), the clone and the
+restore (1.10's API server drops spec.dataSource) each get one ProvisioningFailed event from
+flexcsi-controller, however many resyncs pass; growing a claim is refused by the API server
+itself (the request is immutable while the alpha ExpandPersistentVolumes gate is off; the
+controller's own refusal of a grown claim is in tests/controller/old_cluster_test.cc). The tests
+of the CSINode registration are skipped there with their reason.
 """
 import json
 import os
@@ -69,8 +80,20 @@ def setUpModule():
                           registration_kubeconfig=service_account_kubeconfig(c, "flexcsi",
                                                                              "flexcsi-node"))
     PLUGINS.start()
-    # Real clusters that serve the snapshot CRDs run the community snapshot-controller.
     global SNAPSHOT_CONTROLLER
+    # 1.10 resyncs every 3 s, so that each refusal is seen to stay one event over several.
+    resync = "10s" if c.version.at_least(24) else "3s"
+    CONTROLLER = Process("flexcsi-controller", [
+        os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
+        "--kubeconfig", c.kubeconfig, "--bridge-config", PLUGINS.config,
+        "--journal", os.path.join(PLUGINS.dir, "controller-journal.db"),
+        "--resync-period", resync], os.path.join(c.logs, "flexcsi-controller.log"))
+    if not serves_snapshots():
+        # The snapshot CRDs are apiextensions.k8s.io/v1 (1.16+), snapshot-controller v6 needs
+        # 1.20+: on 1.10 there is no snapshot API, which flexcsi-controller finds by discovery.
+        CONTROLLER.start()
+        return
+    # Real clusters that serve the snapshot CRDs run the community snapshot-controller.
     crds = assets.crds_dir(c.bin)
     c.kubectl("apply", *sum((["-f", os.path.join(crds, f)] for f in sorted(os.listdir(crds))), []))
     wait_for("the snapshot CRDs to be served",
@@ -79,12 +102,46 @@ def setUpModule():
         os.path.join(c.bin, "snapshot-controller"), "--kubeconfig", c.kubeconfig,
         "--leader-election=false"], os.path.join(c.logs, "snapshot-controller.log"))
     SNAPSHOT_CONTROLLER.start()
-    CONTROLLER = Process("flexcsi-controller", [
-        os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
-        "--kubeconfig", c.kubeconfig, "--bridge-config", PLUGINS.config,
-        "--journal", os.path.join(PLUGINS.dir, "controller-journal.db"),
-        "--resync-period", "10s"], os.path.join(c.logs, "flexcsi-controller.log"))
     CONTROLLER.start()
+
+
+def serves_snapshots():
+    return clustertest.CLUSTER.version.at_least(20)
+
+
+def provisions_wait_for_first_consumer():
+    """The scheduler asks a provisioner for such claims from 1.11 on (1.10: static PVs only)."""
+    return clustertest.CLUSTER.version.at_least(11)
+
+
+def knows_data_source():
+    return clustertest.CLUSTER.version.at_least(12)
+
+
+def controller_events(ns, name, reason):
+    """flexcsi-controller's events of `reason` on the object: [(count, message)]."""
+    items = clustertest.CLUSTER.kubectl_json(
+        "get", "events", "-n", ns, "--field-selector",
+        "reason=%s,involvedObject.name=%s" % (reason, name))["items"]
+    return [(e.get("count", 1), e["message"]) for e in items
+            if e.get("source", {}).get("component") == "flexcsi-controller"]
+
+
+def assert_refused_once(test, ns, name, message_part, reason="ProvisioningFailed"):
+    """One event of flexcsi-controller's naming the reason, still one after more than two
+    resyncs (3 s apart on 1.10), and one log line of its own."""
+    wait_for("the refusal of %s/%s" % (ns, name),
+             lambda: any(message_part in m for _, m in controller_events(ns, name, reason)), 60)
+    began = time.monotonic()
+    while time.monotonic() - began < 8:
+        events = controller_events(ns, name, reason)
+        test.assertEqual([c for c, _ in events], [1], events)
+        time.sleep(0.5)
+    print("\n%s/%s: %s" % (ns, name, events[0][1]), flush=True)
+    with open(os.path.join(clustertest.CLUSTER.logs, "flexcsi-controller.log")) as f:
+        lines = [line for line in f if "%s/%s" % (ns, name) in line and message_part in line]
+    # the event's own line and the refusal's
+    test.assertEqual(len(lines), 2, lines)
 
 
 def tearDownModule():
@@ -101,6 +158,29 @@ def registration():
     return labels.get(TOPOLOGY_KEY), ids.get(DRIVER), entries[0] if entries else None
 
 
+def registration_label():
+    node = get("node", clustertest.CLUSTER.node_name)
+    return node["metadata"].get("labels", {}).get(TOPOLOGY_KEY)
+
+
+def apply_dropping_data_source(test, obj):
+    """Applies a claim with a dataSource to a release that does not know the field (before
+    1.12), as a user would: kubectl 1.32 validates against the server's schema and refuses the
+    unknown field; a client that does not validate (--validate=false) gets the claim stored
+    without it, with the field still in kubectl's last-applied-configuration."""
+    name = obj["metadata"]["name"]
+    doc = json.dumps(obj)
+    try:
+        said = clustertest.CLUSTER.kubectl("apply", "-f", "-", input=doc).strip()
+    except clustertest.kube_cluster.ClusterError as e:
+        said = str(e)
+    print("\nkubectl apply of %s with spec.dataSource: %s" % (name, said), flush=True)
+    if get("pvc", name, obj["metadata"]["namespace"]) is None:
+        clustertest.CLUSTER.kubectl("apply", "--validate=false", "-f", "-", input=doc)
+    stored = get("pvc", name, obj["metadata"]["namespace"])
+    test.assertNotIn("dataSource", stored["spec"])
+
+
 def registered_as(node_id):
     label, annotated, entry = registration()
     return (label == node_id and annotated == node_id and entry is not None
@@ -108,6 +188,8 @@ def registered_as(node_id):
 
 
 class ControllerSuite(unittest.TestCase):
+    @clustertest.needs("serves_csinode", "no CSINode: the labels-only registration is the "
+                       "registration suite's")
     def test_1_bridge_registers_the_driver_like_kubelet(self):
         node = clustertest.CLUSTER.node_name
         wait_for("the driver's registration on the node", lambda: registered_as(node), 60)
@@ -124,6 +206,9 @@ class ControllerSuite(unittest.TestCase):
 
     def test_2_wait_for_first_consumer_and_immediate_claims_run(self):
         ns = "provisioned"
+        # Immediate claims go where the driver is registered: its topology label on the node.
+        wait_for("the driver's topology label on the node",
+                 lambda: registration_label() == clustertest.CLUSTER.node_name, 60)
         objects = [clustertest.namespace_object(ns)]
         for mode in ("WaitForFirstConsumer", "Immediate"):
             name = mode.lower()
@@ -141,17 +226,36 @@ class ControllerSuite(unittest.TestCase):
                             [{"name": "data", "mountPath": "/data"}],
                             command="echo written-by-%s > /data/file; sleep 3600" % name)]
         apply(objects)
-        for mode in ("waitforfirstconsumer", "immediate"):
+        served = ["immediate"]
+        if provisions_wait_for_first_consumer():
+            served.append("waitforfirstconsumer")
+        else:
+            assert_refused_once(self, ns, "waitforfirstconsumer",
+                                "volumeBindingMode WaitForFirstConsumer cannot be served on "
+                                "Kubernetes %s" % clustertest.CLUSTER.version)
+            self.assertEqual(get("pvc", "waitforfirstconsumer", ns)["status"]["phase"], "Pending")
+            # What 1.10 itself says: the PV controller waits, the scheduler finds no PV.
+            wait_for("1.10's scheduler to give up on the claim's pod",
+                     lambda: "didn't find available persistent volumes to bind" in
+                     clustertest.pod_events(ns, "waitforfirstconsumer"), 60)
+        for mode in served:
             wait_pod_running(ns, mode, timeout=180)
             self.assertEqual(exec_in(ns, mode, "cat", "/data/file").strip(), "written-by-" + mode)
             pv = get("pv", get("pvc", mode, ns)["spec"]["volumeName"])
             self.assertEqual(pv["spec"]["flexVolume"]["driver"], flex_driver(SHAPE))
             terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
             self.assertEqual(terms[0]["matchExpressions"][0]["key"], TOPOLOGY_KEY)
+            self.assertEqual(terms[0]["matchExpressions"][0]["values"],
+                             [clustertest.CLUSTER.node_name])
         for mode in ("waitforfirstconsumer", "immediate"):
             delete_and_wait("pod", mode, ns)
-            delete_claim_and_its_pv(ns, mode)
+            if mode in served:
+                delete_claim_and_its_pv(ns, mode)
+            else:
+                delete_and_wait("pvc", mode, ns)
 
+    @clustertest.needs("serves_csinode", "no CSINode: the labels-only registration is the "
+                       "registration suite's")
     def test_3_uninstall_removes_the_registration_and_a_restart_writes_it_again(self):
         node = clustertest.CLUSTER.node_name
         wait_for("registration", lambda: registered_as(node), 60)
@@ -165,6 +269,8 @@ class ControllerSuite(unittest.TestCase):
         PLUGINS.start_bridge()
         wait_for("registration after the bridge restarted", lambda: registered_as(node), 60)
 
+    @clustertest.needs("serves_csinode", "no CSINode: the labels-only registration is the "
+                       "registration suite's")
     def test_4_a_driver_restarted_with_another_node_id_moves_its_registration(self):
         node = clustertest.CLUSTER.node_name
         PLUGINS.restart_driver(SHAPE, nodeid="renamed-node-id")
@@ -185,9 +291,28 @@ class ControllerSuite(unittest.TestCase):
                            command="echo original > /data/file; sync; sleep 3600")])
         wait_pod_running(ns, "source", timeout=180)
         delete_and_wait("pod", "source", ns)
-        apply([claim(ns, "clone", "expandable",
-                     data_source={"kind": "PersistentVolumeClaim", "name": "source"}),
-               busybox_pod(ns, "clone", claim_volume("clone"), DATA)])
+        clone = claim(ns, "clone", "expandable",
+                      data_source={"kind": "PersistentVolumeClaim", "name": "source"})
+        if not knows_data_source():
+            apply_dropping_data_source(self, clone)
+            assert_refused_once(self, ns, "clone",
+                                'spec.dataSource PersistentVolumeClaim "source", which the API '
+                                "server (Kubernetes %s) dropped" % clustertest.CLUSTER.version)
+            self.assertEqual(get("pvc", "clone", ns)["status"]["phase"], "Pending")
+            delete_and_wait("pvc", "clone", ns)
+            # Growing a claim: the request is immutable while ExpandPersistentVolumes (alpha,
+            # off) is off, so the API server refuses it and nothing reaches the controller.
+            try:
+                clustertest.CLUSTER.kubectl(
+                    "patch", "pvc", "source", "-n", ns, "--type", "merge", "-p",
+                    '{"spec":{"resources":{"requests":{"storage":"400Mi"}}}}')
+                self.fail("Kubernetes %s grew a claim" % clustertest.CLUSTER.version)
+            except clustertest.kube_cluster.ClusterError as e:
+                print("\ngrowing a claim: %s" % e, flush=True)
+                self.assertIn("immutable", str(e))
+            delete_claim_and_its_pv(ns, "source")
+            return
+        apply([clone, busybox_pod(ns, "clone", claim_volume("clone"), DATA)])
         wait_pod_running(ns, "clone", timeout=180)
         self.assertEqual(exec_in(ns, "clone", "cat", "/data/file").strip(), "original")
         before = df_kib(ns, "clone")
@@ -202,6 +327,9 @@ class ControllerSuite(unittest.TestCase):
 
     def test_6_snapshot_and_restore_beside_snapshot_controller(self):
         ns = "snapshots"
+        if not serves_snapshots():
+            self.restore_without_the_snapshot_api(ns)
+            return
         apply([clustertest.namespace_object(ns),
                {"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
                 "metadata": {"name": "loopback"}, "driver": DRIVER, "deletionPolicy": "Delete"},
@@ -249,6 +377,32 @@ class ControllerSuite(unittest.TestCase):
         delete_and_wait("volumesnapshot", "snap", ns, timeout=120)
         for name in ("restored", "data"):
             delete_claim_and_its_pv(ns, name)
+
+    def restore_without_the_snapshot_api(self, ns):
+        """No snapshot API: no VolumeSnapshot can exist, and a claim restoring from one is
+        refused with one event, never provisioned empty."""
+        c = clustertest.CLUSTER
+        self.assertFalse(c._kubectl_ok("get", "volumesnapshots", "-A"))
+        with open(os.path.join(c.logs, "flexcsi-controller.log")) as f:
+            self.assertIn("snapshot.storage.k8s.io/v1 not served", f.read())
+        apply([clustertest.namespace_object(ns),
+               {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": "immediate-xfs"}, "provisioner": DRIVER,
+                "volumeBindingMode": "Immediate", "reclaimPolicy": "Delete",
+                "parameters": {"csi.storage.k8s.io/fstype": "xfs"}}])
+        restored = claim(ns, "restored", "immediate-xfs",
+                         data_source={"apiGroup": "snapshot.storage.k8s.io",
+                                      "kind": "VolumeSnapshot", "name": "snap"})
+        if knows_data_source():
+            apply(restored)
+            refusal = 'dataSource VolumeSnapshot "snap" needs snapshot.storage.k8s.io/v1'
+        else:
+            apply_dropping_data_source(self, restored)
+            refusal = ('spec.dataSource VolumeSnapshot "snap", which the API server '
+                       "(Kubernetes %s) dropped" % c.version)
+        assert_refused_once(self, ns, "restored", refusal)
+        self.assertEqual(get("pvc", "restored", ns)["status"]["phase"], "Pending")
+        delete_and_wait("pvc", "restored", ns)
 
     def test_7_a_failing_claim_is_retried_at_backoff_spacing(self):
         ns = "failing"

@@ -48,9 +48,7 @@ struct DriverConfig {
 };
 
 struct BridgeConfig {
-  // Empty for `kubeletRoot: none`: a bridge that serves kube-controller-manager only (attach,
-  // isattached, detach) has no kubelet root, and refuses kubelet's calls.
-  std::string kubelet_root = "/var/lib/kubelet";
+  std::string kubelet_root = "/var/lib/kubelet";  // "": kubeletRoot none (controller-side bridge)
   std::string socket = "/run/flexcsi/bridge.sock";
   std::string state_database = "/var/lib/flexcsi/state.db";
   std::string metrics_address;          // empty: no metrics listener

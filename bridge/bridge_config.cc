@@ -125,8 +125,10 @@ StatusOr<BridgeConfig> BridgeConfig::FromJson(const nlohmann::json& j) {
   BridgeConfig c;
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "kubeletRoot", &c.kubelet_root, ""));
   while (c.kubelet_root.size() > 1 && c.kubelet_root.back() == '/') c.kubelet_root.pop_back();
-  if (c.kubelet_root.empty() || c.kubelet_root[0] != '/' || c.kubelet_root == "/") {
-    return InvalidArgument("kubeletRoot must be an absolute path other than /");
+  if (c.kubelet_root == "none") {
+    c.kubelet_root.clear();
+  } else if (c.kubelet_root.empty() || c.kubelet_root[0] != '/' || c.kubelet_root == "/") {
+    return InvalidArgument("kubeletRoot must be an absolute path other than /, or none");
   }
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "socket", &c.socket, ""));
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "stateDatabase", &c.state_database, ""));

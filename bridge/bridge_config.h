@@ -48,7 +48,7 @@ struct DriverConfig {
 };
 
 struct BridgeConfig {
-  std::string kubelet_root = "/var/lib/kubelet";
+  std::string kubelet_root = "/var/lib/kubelet";  // "": kubeletRoot none (controller-side bridge)
   std::string socket = "/run/flexcsi/bridge.sock";
   std::string state_database = "/var/lib/flexcsi/state.db";
   std::string metrics_address;          // empty: no metrics listener

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bridge/kubelet_paths.h"
 #include "common/yaml_json.h"
 
 namespace flexcsi {
@@ -86,6 +87,17 @@ TEST(BridgeConfigTest, RefusesMistakesWithAMessageNamingTheField) {
     EXPECT_NE(config.status().message().find(c.message_part), std::string::npos)
         << config.status().message();
   }
+}
+
+TEST(BridgeConfigTest, KubeletRootNoneIsTheControlPlaneBridgesAndRefusesKubeletsPaths) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("/var/lib/kubelet/"), std::string("/var/lib/kubelet/").size(), "none");
+  auto c = Load(yaml);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->kubelet_root, "");
+  auto path = CheckUnderKubeletRoot("/var/lib/kubelet/pods/u/volumes/a~b/v", c->kubelet_root);
+  EXPECT_EQ(path.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(path.status().message().find("kubeletRoot: none"), std::string::npos);
 }
 
 TEST(BridgeConfigTest, RefusesNoDriversAndDuplicateDrivers) {

@@ -8,6 +8,7 @@
 
 #include "bridge/bridge_config.h"
 #include "bridge/csi_client.h"
+#include "bridge/kubelet_root_check.h"
 #include "bridge/metrics.h"
 #include "bridge/repair_backoff.h"
 #include "bridge/state_store.h"
@@ -45,6 +46,7 @@ struct BridgeContext {
   CsiClients& clients;
   RepairBackoff& repairs;  // undos that failed, retried by the reconciler with backoff
   const NodeRegistrar* registrar = nullptr;  // null until started, and in tests
+  KubeletRootWatch* kubelet_root = nullptr;  // null in tests that do not check the root
 
   CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }
 };

@@ -50,6 +50,11 @@ Status BridgeDaemon::Start() {
   ctx_ = std::make_unique<BridgeContext>(
       BridgeContext{config_, *store_, locks_, metrics_, *clients_, repairs_});
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
+  // A wrong root is not fatal: the bridge serves, reports itself not ready and logs why (once),
+  // and turns ready when kubelet's dirs appear (a bridge started before kubelet on a new node).
+  kubelet_root_ = std::make_unique<KubeletRootWatch>(config_.kubelet_root);
+  kubelet_root_->Check();
+  ctx_->kubelet_root = kubelet_root_.get();
 
   LogDriverIdentities(config_, *clients_);
   // Registration runs beside the serving, never in front of it: a cluster that is down or

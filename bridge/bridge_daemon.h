@@ -31,6 +31,7 @@ class BridgeDaemon {
   VolumeLocks locks_;
   RepairBackoff repairs_{&metrics_};
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<KubeletRootWatch> kubelet_root_;
   std::unique_ptr<CsiClients> clients_;
   std::unique_ptr<BridgeContext> ctx_;
   std::unique_ptr<CallDispatcher> dispatcher_;

@@ -128,6 +128,14 @@ nlohmann::json CallDispatcher::Health() {
     drivers.push_back(entry);
   }
   nlohmann::json reply = FlexSuccess();
+  if (ctx_.kubelet_root != nullptr && !ctx_.config.kubelet_root.empty()) {
+    const Status root = ctx_.kubelet_root->Check();
+    reply["kubeletRoot"] = {
+        {"path", ctx_.config.kubelet_root},
+        {"ok", root.ok()},
+        {"message", root.ok() ? "pods/ and plugins/ are there" : root.message()}};
+    all_ready = all_ready && root.ok();
+  }
   reply["ready"] = all_ready;
   reply["drivers"] = drivers;
   if (auto counts = ctx_.store.CountRecords(); counts.ok()) {
@@ -154,6 +162,7 @@ nlohmann::json CallDispatcher::Health() {
 }
 
 bool CallDispatcher::Ready() {
+  if (ctx_.kubelet_root != nullptr && !ctx_.kubelet_root->Check().ok()) return false;
   for (const auto& d : ctx_.config.drivers) {
     if (!ctx_.ClientFor(d).Probe(Deadline::In(std::chrono::seconds(5))).ok()) return false;
   }

@@ -18,9 +18,11 @@ class CallDispatcher {
   nlohmann::json Dispatch(const BridgeRequest& request);
 
   // The bridge.health answer: each driver's Probe and capabilities, record counts, and how many
-  // records wait for the reconciler. "ready" is true when every driver probed ready.
+  // records wait for the reconciler, whether the kubelet root is kubelet's. "ready" is true when
+  // the root is and every driver probed ready.
   nlohmann::json Health();
-  // What /healthz reports: every configured driver answers Probe as ready. Only the Probes, so
+  // What /healthz reports: the kubelet root is kubelet's (kubelet_root_check.h) and every
+  // configured driver answers Probe as ready. Only these, so
   // that a readiness check every few seconds costs no capability RPCs and no table reads.
   bool Ready();
   // The bridge.state answer: every record.

@@ -53,6 +53,11 @@ std::string ResolveExistingPrefix(const std::vector<std::string>& parts) {
 
 StatusOr<std::string> CheckUnderKubeletRoot(const std::string& path,
                                             const std::string& kubelet_root) {
+  if (kubelet_root.empty()) {
+    return FailedPrecondition(
+        "this bridge has kubeletRoot: none (it serves kube-controller-manager); kubelet's calls "
+        "belong to the node bridge");
+  }
   if (path.empty() || path[0] != '/') {
     return InvalidArgument("path \"" + path + "\" is not absolute");
   }

@@ -9,8 +9,8 @@ namespace flexcsi {
 
 // Returns `path` normalised (no "//", "/./" or trailing "/") when it is absolute and lies
 // strictly below `kubelet_root`, also after resolving symlinks of whatever part of it exists.
-// Anything else (relative paths, "..", the root itself, a symlink leading out) is
-// INVALID_ARGUMENT: the bridge runs as root and must never mount or unmount elsewhere.
+// Else INVALID_ARGUMENT (relative, "..", the root itself, a symlink out: the bridge runs as root,
+// never mounts elsewhere); FAILED_PRECONDITION for an empty root (kubeletRoot: none).
 StatusOr<std::string> CheckUnderKubeletRoot(const std::string& path,
                                             const std::string& kubelet_root);
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -235,6 +236,17 @@ DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health)
                 "the bridge retries rollbacks itself; see its log if the number stays up");
   }
   return Pass(name, detail);
+}
+
+std::optional<DoctorCheck> CheckKubeletRootAsTheBridgeSeesIt(const nlohmann::json& health) {
+  const auto root = health.find("kubeletRoot");
+  if (root == health.end() || !root->is_object()) return std::nullopt;
+  const std::string name = "kubelet root";
+  const std::string path = root->value("path", std::string("?"));
+  if (root->value("ok", false)) return Pass(name, path + ": has kubelet's pods/ and plugins/");
+  return Fail(name, root->value("message", std::string("?")),
+              "set kubeletRoot to kubelet's --root-dir (ps -o args= -C kubelet | tr ' ' '\\n' | "
+              "grep root-dir; default /var/lib/kubelet), then restart the bridge");
 }
 
 std::vector<DoctorCheck> CheckFailingRepairs(const nlohmann::json& health) {
@@ -531,11 +543,18 @@ std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
   }
   nlohmann::json health;
   checks.push_back(CheckBridgeSocket(config.socket, &health));
+  if (auto root = CheckKubeletRootAsTheBridgeSeesIt(health); root.has_value()) {
+    checks.push_back(std::move(*root));
+  }
   for (auto& c : CheckFailingRepairs(health)) checks.push_back(std::move(c));
   for (auto& c : CheckCsiEndpoints(config, health)) checks.push_back(std::move(c));
   for (auto& c : CheckDriverRegistrations(health)) checks.push_back(std::move(c));
 
   auto mounts = ReadMountInfo(options.mountinfo_path);
+  if (config.kubelet_root.empty()) {  // kubeletRoot: none, the control-plane bridge
+    checks.push_back(CheckStateDatabase(config.state_database));
+    return checks;
+  }
   if (!mounts.ok()) {
     checks.push_back(Fail("kubelet root propagation", mounts.status().message(),
                           "run doctor where /proc is mounted"));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConf
                                  const std::string& config_path);
 // Asks the bridge for bridge.health; *health receives the reply ("" object on failure).
 DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health);
+// The bridge's own view of its kubeletRoot (health's kubeletRoot: kubelet's pods/ and plugins/
+// there or not); nothing when the bridge does not report it.
+std::optional<DoctorCheck> CheckKubeletRootAsTheBridgeSeesIt(const nlohmann::json& health);
 // One WARN row per record whose undo keeps failing (health's failingRepairs), naming the
 // record, its attempts and last error; nothing when there is none.
 std::vector<DoctorCheck> CheckFailingRepairs(const nlohmann::json& health);

@@ -246,6 +246,21 @@ TEST_F(DoctorTest, AttachableDriverWithoutControllerPublishWarns) {
   EXPECT_NE(c.fix.find("--no-attach"), std::string::npos);
 }
 
+TEST_F(DoctorTest, AWrongKubeletRootTheBridgeReportsFailsNamingTheSetting) {
+  bridge_.reset();
+  nlohmann::json reply = HealthyReply();
+  reply["ready"] = false;
+  reply["kubeletRoot"] = {{"path", "/var/lib/kubelet"},
+                          {"ok", false},
+                          {"message", "kubeletRoot /var/lib/kubelet is not kubelet's root dir: it "
+                                      "has no pods/ and plugins/ (...)"}};
+  bridge_ = std::make_unique<FakeBridge>(socket_, reply);
+  const DoctorCheck c = Run("kubelet root");
+  EXPECT_EQ(c.result, CheckResult::kFail);
+  EXPECT_NE(c.detail.find("not kubelet's root dir"), std::string::npos) << c.detail;
+  EXPECT_NE(c.fix.find("--root-dir"), std::string::npos) << c.fix;
+}
+
 TEST_F(DoctorTest, PrivateKubeletRootFailsWithPropagationHint) {
   mounts_[1] = "30 22 0:5 / " + kubelet_ + " rw - tmpfs tmpfs rw";
   WriteMounts();

@@ -85,7 +85,7 @@ kubelet_rmdir() { [[ ! -d $1 ]] || rmdir "$1"; }
 options() { jq -S -c -n "$@"; }
 
 say "Starting csi-loopback (two instances: with and without controller attach) and flexcsi-bridge"
-mkdir -p "$kubelet" "$plugins"
+mkdir -p "$kubelet/pods" "$kubelet/plugins" "$plugins"  # as kubelet makes them at start
 "$driver" --endpoint "unix://$work/csi.sock" --nodeid node-1 --state-dir "$work/csi-state" \
   2>"$work/csi-loopback.log" &
 pids+=($!)

@@ -120,10 +120,13 @@ class Cluster:
     pod_network: pods that are not hostNetwork get an address on a CNI bridge, and reach the API
     server at the `kubernetes` Service's address; needs a private network namespace.
 
+    node_paths: where kubelet's root and plugin dirs are (KUBEADM_PATHS' keys), for a node that
+    keeps them elsewhere; used for those of its values that are in host_paths.
+
     controller_manager_flags: added to kube-controller-manager's command line."""
 
     def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
-                 pod_network=False, controller_manager_flags=()):
+                 pod_network=False, controller_manager_flags=(), node_paths=KUBEADM_PATHS):
         self.bin = assets_bin
         # every flag that differs between Kubernetes releases comes from here
         self.version = KubeVersion.of_binaries(assets_bin)
@@ -142,7 +145,7 @@ class Cluster:
         # network namespaces) and the CNI plugins use fixed paths too.
         self.host_paths = (list(host_paths) + ["/var/log/pods", "/var/log/containers"]
                            + (["/run/netns", "/var/lib/cni"] if pod_network else []))
-        for attr, path in KUBEADM_PATHS.items():
+        for attr, path in node_paths.items():
             if path in self.host_paths:
                 setattr(self, attr, path)
         self.created_host_dirs = []  # made on the host for a bind mount; removed at teardown

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""deploy/ as a user applies it, on a real Kubernetes v1.24 whose node has a kubeadm node's
-paths and a pod network (CNI bridge), with the container image tests/deploy/build_test_image.sh
-built (scripts/build-image.sh) imported into the node's containerd:
+"""deploy/ as a user applies it, on a real Kubernetes with a pod network (CNI bridge), with the
+container image tests/deploy/build_test_image.sh built (scripts/build-image.sh) imported into the
+node's containerd. On v1.24 the node keeps kubelet's root and both FlexVolume plugin dirs where
+OpenShift does, not at kubeadm's paths, and the install changes only the documented paths
+setting; on v1.10 the node has kubeadm's paths and the install is the old-clusters overlay,
+rendered with `kubectl kustomize` and applied with `kubectl apply -f` as docs/operations.md says:
 
-1. `kubectl apply -k` of the test overlay (deploy/kubernetes/overlays/loopback-provisioner with
-   the image reference changed): both DaemonSets and the provisioner come up, flexexec lands in
-   kubelet's and kube-controller-manager's plugin dirs
+1. the install (deploy/kubernetes/overlays/loopback-provisioner, or overlays/old-clusters, with
+   the image reference and, on v1.24, the paths changed): both DaemonSets and the provisioner
+   come up, flexexec lands in kubelet's and kube-controller-manager's plugin dirs
 2. a claim of StorageClass flexcsi-loopback is provisioned by flexcsi-controller; a pod writes
    to it through kubelet's FlexVolume plugin, the node bridge and csi-loopback; so does the
    overlay's demo pod
@@ -13,10 +16,17 @@ built (scripts/build-image.sh) imported into the node's containerd:
    pod keeps its mount, the new bridge finds its records
 4. the pod is deleted and its volume torn down (unmounted, detached, no record), the claim
    deleted and its PV with it
-5. bad deployments fail loudly: a wrong kubelet root or plugin dir, a bridge configuration
-   that does not parse, a CSI endpoint that is not there
-6. `kubectl delete -k`: nothing left but what docs/operations.md says stays
+5. bad deployments fail loudly: a wrong kubelet root or plugin dir, a kubelet root that
+   exists but is not kubelet's, a bridge configuration that does not parse, a CSI endpoint that
+   is not there
+6. `kubectl delete`: nothing left but what docs/operations.md says stays
+
+Steps 3 and 5 run on v1.24 only: the v1.10 run stays lean (CI time) and proves the install, a
+pod writing through the bridge and the uninstall there.
 """
+import base64
+import functools
+import glob
 import json
 import os
 import sqlite3
@@ -29,11 +39,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clustertest  # noqa: E402
 from clustertest import apply, exec_in, get, wait_for  # noqa: E402
 from cluster import KUBEADM_PATHS  # noqa: E402
+from host_package import HostPackage  # noqa: E402
+from kube_version import KubeVersion  # noqa: E402
 import namespace  # noqa: E402
+import yaml  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSTALL = os.path.join(HERE, "deploy", "install")
 UPGRADE = os.path.join(HERE, "deploy", "upgrade")
+OLD_CLUSTERS_INSTALL = os.path.join(HERE, "deploy", "old-clusters")
 IMAGE = "localhost/flexcsi:0.1.0"
 UPGRADE_IMAGE = "localhost/flexcsi:0.1.0-upgrade"
 NS = "flexcsi"
@@ -42,6 +56,15 @@ DEMO = "flexcsi-demo"  # the overlay's demo pod, and its namespace
 FLEX_DRIVER_DIR = "flexcsi~loopback"
 # Host paths of deploy/'s pods (their hostPath volumes), private to the suite's namespace.
 FLEXCSI_HOST_DIRS = ["/run/flexcsi", "/var/lib/flexcsi", "/var/lib/flexcsi-loopback"]
+# Where kubelet and kube-controller-manager keep their files on the test node (KUBEADM_PATHS'
+# keys); set in setUpModule.
+PATHS = dict(KUBEADM_PATHS)
+# On a node that keeps kubelet elsewhere, kubeadm's root exists but is not kubelet's: what a
+# left-over or hand-made /var/lib/kubelet looks like (test 5).
+NOT_KUBELETS_ROOT = KUBEADM_PATHS["kubelet_root"]
+RENDERED = {}  # the old-clusters install as rendered (kubectl kustomize), for the uninstall
+HOST_PACKAGE = {}  # test 7's HostPackage, stopped before the cluster
+PACKAGE_CONFIG_DIR = "/etc/flexcsi"  # the package's configuration dir, private to the suite
 STATE_DB = "/var/lib/flexcsi/state.db"
 LOOPBACK_STATE = "/var/lib/flexcsi-loopback"
 FIGURES = {}
@@ -57,8 +80,13 @@ def setUpModule():
     if not os.path.isfile(archive):
         raise AssertionError("no image archive at %s: run tests/deploy/build_test_image.sh "
                              "(ctest runs it as deploy_test_image)" % archive)
-    c = clustertest.start_cluster(host_paths=list(KUBEADM_PATHS.values()) + FLEXCSI_HOST_DIRS,
-                                  pod_network=True)
+    if old_cluster():
+        PATHS.update(KUBEADM_PATHS)
+        host_paths = list(PATHS.values()) + FLEXCSI_HOST_DIRS + [PACKAGE_CONFIG_DIR]
+    else:
+        PATHS.update(install_paths())
+        host_paths = list(PATHS.values()) + FLEXCSI_HOST_DIRS + [NOT_KUBELETS_ROOT]
+    c = clustertest.start_cluster(host_paths=host_paths, pod_network=True, node_paths=PATHS)
     began = time.monotonic()
     c.import_image(archive)
     # The upgrade's tag: what an operator's `ctr images import` of the next release adds.
@@ -72,11 +100,72 @@ def setUpModule():
 def tearDownModule():
     for k, v in FIGURES.items():
         print("figure: %s: %s" % (k, v), flush=True)
-    clustertest.stop_cluster()
+    clustertest.stop_cluster(HOST_PACKAGE.get("package"))
 
 
 def kubectl(*args, **kw):
     return clustertest.CLUSTER.kubectl(*args, **kw)
+
+
+@functools.lru_cache(maxsize=None)
+def old_cluster():
+    """Kubernetes before 1.18 (no startupProbe): installed with the old-clusters overlay. Read
+    from the binaries, before the cluster is up."""
+    return not KubeVersion.of_binaries(os.environ["FLEXCSI_KUBE_BIN"]).at_least(18)
+
+
+def install_paths():
+    """The paths the install overlay sets (its flexcsi-*-paths ConfigMaps), as KUBEADM_PATHS."""
+    with open(os.path.join(INSTALL, "kustomization.yaml")) as f:
+        generators = yaml.safe_load(f)["configMapGenerator"]
+    values = dict(literal.split("=", 1) for g in generators for literal in g["literals"])
+    return {"kubelet_root": values["kubeletRoot"], "plugin_dir": values["kubeletPluginDir"],
+            "controller_plugin_dir": values["controllerPluginDir"]}
+
+
+def install():
+    """Applies the install as docs/operations.md tells the cluster's user to; returns kubectl's
+    output."""
+    if not old_cluster():
+        return kubectl("apply", "-k", INSTALL)
+    # kubectl 1.10 has no -k: the overlay is rendered with a newer kubectl, then applied.
+    if "manifest" not in RENDERED:
+        rendered = subprocess.run(["kubectl", "kustomize", OLD_CLUSTERS_INSTALL], check=True,
+                                  capture_output=True, text=True).stdout
+        RENDERED["manifest"] = os.path.join(clustertest.CLUSTER.dir, "flexcsi-old-clusters.yaml")
+        with open(RENDERED["manifest"], "w") as f:
+            f.write(rendered)
+    return kubectl("apply", "-f", RENDERED["manifest"])
+
+
+def uninstall():
+    if old_cluster():
+        kubectl("delete", "-f", RENDERED["manifest"], "--ignore-not-found", "--wait=true",
+                timeout=180)
+    else:
+        kubectl("delete", "-k", INSTALL, "--ignore-not-found", "--wait=true", timeout=180)
+
+
+def old_only(test):
+    """Runs `test` on the v1.10 cluster only; the v1.24 run says why in one line."""
+    def run(self):
+        if not old_cluster():
+            self.skipTest("Kubernetes %s: the package install is proven on the oldest cluster, "
+                          "the one it is for" % clustertest.CLUSTER.version)
+        return test(self)
+    run.__name__ = test.__name__
+    return run
+
+
+def newest_only(test):
+    """Runs `test` on the v1.24 cluster only; the v1.10 run says why in one line."""
+    def run(self):
+        if old_cluster():
+            self.skipTest("Kubernetes %s: covered by the v1.24 run; the old-cluster run stays "
+                          "lean (install, a pod writing, uninstall)" % clustertest.CLUSTER.version)
+        return test(self)
+    run.__name__ = test.__name__
+    return run
 
 
 def rolled_out(kind, name, image=None):
@@ -122,7 +211,7 @@ def records():
 
 
 def flexcsi_mounts():
-    root = KUBEADM_PATHS["kubelet_root"] + "/"
+    root = PATHS["kubelet_root"] + "/"
     return [m for m in namespace.mount_points()
             if m.startswith(root) and ("flexcsi" in m or "loopback" in m)]
 
@@ -132,6 +221,8 @@ def loop_devices():
 
 
 NODE_PODS = "app.kubernetes.io/component=node"
+TOPOLOGY_LABEL = "topology.loopback.csi.flexcsi.io/node"
+NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 
 
 def pods_of(selector):
@@ -142,16 +233,16 @@ def pod_events_of(selector):
     return "\n".join(clustertest.pod_events(NS, p["metadata"]["name"]) for p in pods_of(selector))
 
 
-def daemonset_copy(ds, case, volume, path):
-    """flexcsi-node as deployed, under another name and selector, with `volume`'s hostPath at
-    `path`."""
+def daemonset_copy(ds, case, host_paths):
+    """flexcsi-node as deployed, under another name and selector, with the hostPaths of the
+    volumes `host_paths` names at the paths it gives."""
     labels = {"flexcsi-test-case": case}
     spec = json.loads(json.dumps(ds["spec"]))
     spec["selector"] = {"matchLabels": labels}
     spec["template"]["metadata"]["labels"] = labels
     for v in spec["template"]["spec"]["volumes"]:
-        if v["name"] == volume:
-            v["hostPath"]["path"] = path
+        if v["name"] in host_paths:
+            v["hostPath"]["path"] = host_paths[v["name"]]
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": "flexcsi-node-typo-" + case, "namespace": NS}, "spec": spec}
 
@@ -166,7 +257,7 @@ class DeploySuite(unittest.TestCase):
 
     def test_1_install(self):
         began = time.monotonic()
-        out = kubectl("apply", "-k", INSTALL)
+        out = install()
         self.assertIn("daemonset.apps/flexcsi-node", out)
         wait_for("flexcsi-node rolled out", lambda: rolled_out("daemonset", "flexcsi-node"), 180)
         wait_for("flexcsi-controller rolled out",
@@ -175,7 +266,7 @@ class DeploySuite(unittest.TestCase):
                  lambda: rolled_out("deployment", "flexcsi-provisioner"), 120)
         FIGURES["install to Ready"] = "%.1f s" % (time.monotonic() - began)
         for key in ("plugin_dir", "controller_plugin_dir"):
-            exe = os.path.join(KUBEADM_PATHS[key], FLEX_DRIVER_DIR, "loopback")
+            exe = os.path.join(PATHS[key], FLEX_DRIVER_DIR, "loopback")
             self.assertTrue(os.path.isfile(exe) and os.access(exe, os.X_OK), exe)
         # The node bridge registered the driver with its token and the downward-API node name.
         wait_for("the driver's topology label on the node", lambda: "topology.loopback.csi."
@@ -201,6 +292,7 @@ class DeploySuite(unittest.TestCase):
         clustertest.wait_pod_running(DEMO, DEMO, 120)
         self.assertRegex(kubectl("logs", "-n", DEMO, DEMO), r"\d{2}:\d{2}:\d{2}")
 
+    @newest_only
     def test_3_rolling_upgrade_keeps_the_mount(self):
         pod = get("pod", "writer", APP)
         before = read_log()
@@ -241,6 +333,7 @@ class DeploySuite(unittest.TestCase):
         clustertest.delete_and_wait("pvc", "data", APP)
         wait_for("the provisioned PV deleted", lambda: get("pv", pv) is None, 120)
 
+    @newest_only
     def test_5_bad_deployments_fail_loudly(self):
         ds = get("daemonset", "flexcsi-node", NS)
         volumes = [v["name"] for v in ds["spec"]["template"]["spec"]["volumes"]]
@@ -249,9 +342,9 @@ class DeploySuite(unittest.TestCase):
         # never start a container; kubelet holds a pod whose volumes fail for two minutes before
         # it lets it go, so the real DaemonSet is not rolled through them.
         typos = {"root": ("kubelet-dir", "/var/lib/kubelet-typo"),
-                 "plugins": ("flexvolume-dir", KUBEADM_PATHS["plugin_dir"] + "-typo")}
+                 "plugins": ("flexvolume-dir", PATHS["plugin_dir"] + "-typo")}
         for case, (volume, path) in typos.items():
-            apply(daemonset_copy(ds, case, volume, path))
+            apply(daemonset_copy(ds, case, {volume: path}))
         for case, (volume, path) in typos.items():
             wait_for("an event naming %s" % path,
                      lambda: path in pod_events_of("flexcsi-test-case=" + case), 90)
@@ -261,6 +354,26 @@ class DeploySuite(unittest.TestCase):
             kubectl("delete", "daemonset", "-n", NS, "flexcsi-node-typo-" + case, "--wait=false")
             kubectl("delete", "pods", "-n", NS, "-l", "flexcsi-test-case=" + case, "--force",
                     "--grace-period=0", "--wait=false")
+
+        # A kubelet root that exists but is not kubelet's: kubeadm's default, left on this node
+        # whose kubelet is elsewhere. The pod starts; the bridge says why it is not Ready. The
+        # copy keeps its socket, database and driver state apart from the real bridge's.
+        case = "not-kubelets"
+        apply(daemonset_copy(ds, case, {
+            "kubelet-dir": NOT_KUBELETS_ROOT,
+            "socket-dir": NOT_KUBELETS_ROOT + "/flexcsi-run",
+            "state-dir": NOT_KUBELETS_ROOT + "/flexcsi-state",
+            "csi-driver-state": NOT_KUBELETS_ROOT + "/flexcsi-loopback"}))
+        selector = "flexcsi-test-case=" + case
+        wait_for("the bridge to say the root is not kubelet's", lambda: "is not kubelet's root "
+                 "dir" in logs_of(selector, "bridge"), 120)
+        wait_for("the readiness probe's event",
+                 lambda: "Readiness probe failed" in pod_events_of(selector), 60)
+        self.assertFalse(any(ready(p) for p in pods_of(selector)))
+        print("\n  not kubelet's: " + next(line for line in logs_of(selector, "bridge")
+                                          .splitlines() if "kubelet's root" in line), flush=True)
+        kubectl("delete", "daemonset", "-n", NS, "flexcsi-node-typo-" + case, "--wait=false")
+        clustertest.wait_for("the copy's pods gone", lambda: not pods_of(selector), 90)
 
         # A bridge configuration that does not parse, then one whose CSI endpoint is not there:
         # the DaemonSet itself, rolled to each (test 6 applies the install again).
@@ -295,7 +408,7 @@ class DeploySuite(unittest.TestCase):
         self.assertIn("FAIL", report)
 
     def test_6_delete_leaves_what_docs_say(self):
-        kubectl("apply", "-k", INSTALL)  # back from test 5's broken configuration
+        install()  # back from test 5's broken configuration
         wait_for("flexcsi-node rolled back", lambda: rolled_out("daemonset", "flexcsi-node"), 120)
         # As docs/operations.md says: the pods and claims that use flexcsi volumes go first
         # (their unmount and deletion need the bridge and the provisioner), then the install.
@@ -306,13 +419,133 @@ class DeploySuite(unittest.TestCase):
         kubectl("delete", "-k", INSTALL, "--ignore-not-found", "--wait=true", timeout=180)
         wait_for("namespace flexcsi gone", lambda: get("namespace", NS) is None, 120)
         clustertest.delete_and_wait("namespace", APP)
-        # Documented to stay (docs/operations.md, "Uninstall"): the executables in the plugin
-        # dirs, the state database (empty) and csi-loopback's volume files.
-        left = sorted(os.listdir(os.path.join(KUBEADM_PATHS["plugin_dir"], FLEX_DRIVER_DIR)))
-        FIGURES["left in kubelet's plugin dir"] = left
+        # Documented to stay (docs/operations.md, "Uninstall"): the executables in both plugin
+        # dirs, flexcsi's state files (no record in them) and csi-loopback's own files.
+        left = left_on_node()
+        FIGURES["left on the node"] = " ".join(left)
+        self.assertEqual([p for p in left if not p.startswith(LOOPBACK_STATE + "/")],
+                         sorted(p.format(**PATHS) for p in DOCUMENTED_LEFTOVERS))
         self.assertEqual(records(), [])
         self.assertEqual(flexcsi_mounts(), [])
         self.assertEqual(loop_devices(), [])
+
+
+# docs/operations.md, "Uninstall": what `kubectl delete` leaves on a node, besides the wrapped
+# driver's data (LOOPBACK_STATE); empty directories end in "/".
+DOCUMENTED_LEFTOVERS = [
+    "{plugin_dir}/flexcsi~loopback/flexcsi.json", "{plugin_dir}/flexcsi~loopback/loopback",
+    "{controller_plugin_dir}/flexcsi~loopback/flexcsi.json",
+    "{controller_plugin_dir}/flexcsi~loopback/loopback",
+    "/run/flexcsi/controller/",
+    "/var/lib/flexcsi/state.db", "/var/lib/flexcsi/controller/state.db",
+    "/var/lib/flexcsi/provisioner/journal.db"]
+
+
+def left_on_node():
+    """Every file, and every empty directory (with a trailing "/"), below the host paths of
+    deploy/'s pods and in flexcsi's folders of both plugin dirs."""
+    roots = FLEXCSI_HOST_DIRS + [os.path.join(PATHS[k], FLEX_DRIVER_DIR)
+                                 for k in ("plugin_dir", "controller_plugin_dir")]
+    left = []
+    for root in roots:
+        for path, dirs, files in os.walk(root):
+            left += [os.path.join(path, f) for f in files]
+            if not dirs and not files and path != root:
+                left.append(path + "/")
+    return sorted(left)
+
+
+def package_kubeconfig(path):
+    """A kubeconfig with the token of service account flexcsi-node, which deploy/'s rbac.yaml
+    binds to the flexcsi-node ClusterRole: what the host install's `kubeconfig` names. Before
+    1.24 the token controller writes the token into a Secret of the account."""
+    base = os.path.join(HERE, "..", "..", "deploy", "kubernetes", "base", "node")
+    for f in ("namespace.yaml", "rbac.yaml"):
+        kubectl("apply", "-f", os.path.join(base, f))
+    kubectl("apply", "-n", NS, "-f", os.path.join(base, "serviceaccount.yaml"))
+    secret = wait_for("the service account's token secret", lambda: (get(
+        "serviceaccount", "flexcsi-node", NS).get("secrets") or [{}])[0].get("name"), 60)
+    token = base64.b64decode(get("secret", secret, NS)["data"]["token"]).decode()
+    c = clustertest.CLUSTER
+    with open(c.ca) as f:
+        ca = base64.b64encode(f.read().encode()).decode()
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "flexcsi",
+                   "clusters": [{"name": "c", "cluster": {"server": c.server,
+                                                          "certificate-authority-data": ca}}],
+                   "users": [{"name": "flexcsi-node", "user": {"token": token}}],
+                   "contexts": [{"name": "flexcsi", "context": {"cluster": "c",
+                                                                "user": "flexcsi-node"}}]}, f)
+    os.chmod(path, 0o600)
+
+
+def inline_pod(name, volume_id):
+    """Writes a line to an inline FlexVolume of the package's driver and prints the file."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": APP},
+            "spec": {"terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "main", "image": clustertest.BUSYBOX,
+                                     "imagePullPolicy": "Never", "command": [
+                                         "sh", "-c", "echo written-through-the-package >> "
+                                         "/data/file && cat /data/file && sleep 1000000"],
+                                     "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                     "volumes": [{"name": "data", "flexVolume": {
+                         "driver": "flexcsi/loopback", "fsType": "ext4",
+                         "options": {"volumeID": volume_id}}}]}}
+
+
+class PackageSuite(unittest.TestCase):
+    """After the manifests are gone: the other way onto an old node (docs/operations.md,
+    "Install on hosts"), with registration through a kubeconfig."""
+
+    @old_only
+    def test_7_debian_package_on_the_node(self):
+        began = time.monotonic()
+        debs = glob.glob(os.path.join(os.path.dirname(image_archive()), "deb", "flexcsi_*.deb"))
+        self.assertEqual(len(debs), 1, "tests/deploy/build_test_image.sh leaves the .deb beside "
+                         "the image: %s" % debs)
+        package = HOST_PACKAGE["package"] = HostPackage(clustertest.CLUSTER, debs[0])
+        package.install()
+        # Registration through a kubeconfig; the label and annotation deploy/ left are removed
+        # first, so that the package's bridge has to write them again.
+        node = clustertest.CLUSTER.node_name
+        package_kubeconfig(os.path.join(PACKAGE_CONFIG_DIR, "kubeconfig"))
+        kubectl("label", "node", node, TOPOLOGY_LABEL + "-", check=False)
+        kubectl("annotate", "node", node, NODE_ID_ANNOTATION + "-", check=False)
+        config = os.path.join(PACKAGE_CONFIG_DIR, "bridge.yaml")
+        with open(config) as f:
+            text = f.read()
+        for commented, value in (("# nodeName: node-1", "nodeName: " + node),
+                                 ("# kubeconfig: /etc/flexcsi/kubeconfig",
+                                  "kubeconfig: /etc/flexcsi/kubeconfig")):
+            self.assertIn(commented, text, "the package's bridge.yaml changed: update the test")
+            text = text.replace(commented, value)
+        with open(config, "w") as f:
+            f.write(text)
+        package.start_unit("csi-loopback.service")
+        package.start_unit("flexcsi-bridge.service")
+        endpoint = "unix://%s/plugins/loopback.csi.flexcsi.io/csi.sock" % PATHS["kubelet_root"]
+        wait_for("the package's bridge to answer", lambda: subprocess.run(
+            ["flexcsi", "state"], capture_output=True).returncode == 0, 60)
+        # Into kubelet's plugin dir, and (a control plane on this host) kube-controller-manager's
+        for key in ("plugin_dir", "controller_plugin_dir"):
+            subprocess.run(["flexcsi", "install-driver", "--config", config, "--plugin-dir",
+                            PATHS[key]], check=True, capture_output=True, text=True)
+        wait_for("the topology label and node id written through the kubeconfig", lambda: (
+            TOPOLOGY_LABEL in get("node", node)["metadata"]["labels"]
+            and NODE_ID_ANNOTATION in get("node", node)["metadata"].get("annotations", {})), 60)
+        volume = subprocess.run(["flexcsi", "volume", "create", "--endpoint", endpoint, "--name",
+                                 "package-vol", "--size", "64Mi", "--fs-type", "ext4"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        apply([clustertest.namespace_object(APP), inline_pod("package-writer", volume)])
+        clustertest.wait_pod_running(APP, "package-writer", 180)
+        wait_for("the pod's line read back", lambda: "written-through-the-package" in kubectl(
+            "logs", "-n", APP, "package-writer", check=False), 60)
+        report = subprocess.run(["flexcsi", "doctor"], capture_output=True, text=True).stdout
+        self.assertNotIn("FAIL", report)
+        clustertest.delete_and_wait("pod", "package-writer", APP)
+        wait_for("the volume torn down", lambda: records() == [] and flexcsi_mounts() == [], 120)
+        FIGURES["package install to a pod's write and back"] = "%.1f s" % (
+            time.monotonic() - began)
 
 
 def writer_pod():
@@ -342,6 +575,11 @@ def ready(pod):
 def running_not_ready(pod):
     statuses = {c["name"]: c for c in pod["status"].get("containerStatuses", [])}
     return ("running" in statuses.get("bridge", {}).get("state", {}) and not ready(pod))
+
+
+def logs_of(selector, container):
+    return "\n".join(kubectl("logs", "-n", NS, p["metadata"]["name"], "-c", container,
+                              check=False) for p in pods_of(selector))
 
 
 def install_driver_log():

@@ -27,7 +27,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$tmp/kubelet/plugins/loopback" "$tmp/plugins" "$tmp/state"
+mkdir -p "$tmp/kubelet/pods" "$tmp/kubelet/plugins/loopback" "$tmp/plugins" "$tmp/state"
 cat >"$tmp/bridge.yaml" <<YAML
 kubeletRoot: $tmp/kubelet
 socket: $tmp/bridge.sock

@@ -308,6 +308,11 @@ def check_bridge_wiring(obj, where, rendered, volumes, containers, problems, ser
 
 
 def validate_rendering(name, text, problems):
+    # A path var (base/node/kustomization.yaml) in a field kustomize does not substitute stays
+    # as written and would reach the node as a path named "$(...)".
+    for var in sorted(set(re.findall(r"\$\(FLEXCSI_[A-Z_]+\)", text))):
+        problems.add(name, f"unresolved kustomize var {var} (not in a field listed in "
+                           f"paths-varreference.yaml)")
     docs = [d for d in yaml.safe_load_all(text) if d]
     rendered = {}
     for d in docs:

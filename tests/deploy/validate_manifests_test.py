@@ -107,9 +107,61 @@ class BrokenManifestsAreRejected(unittest.TestCase):
                   "- name: csi-ctrl\n")
         self.assertRejected("kubectl kustomize failed", "overlays/loopback")
 
+    def test_path_var_where_kustomize_does_not_substitute(self):
+        self.edit("base/node/node-daemonset.yaml", "prometheus.io/port: \"9809\"",
+                  "prometheus.io/port: \"9809\"\n        root: $(FLEXCSI_KUBELET_ROOT)")
+        self.assertRejected("unresolved kustomize var $(FLEXCSI_KUBELET_ROOT)")
+
     def test_broken_yaml(self):
         self.edit("base/node/namespace.yaml", "kind: Namespace", "kind: Namespace\n  bad: [")
         self.assertRejected("kubectl kustomize failed")
+
+
+class NodePathsAreOneSettingEach(unittest.TestCase):
+    """docs/operations.md, "Nodes that keep kubelet elsewhere": an overlay that sets kubeletRoot,
+    kubeletPluginDir and controllerPluginDir moves every path that depends on them, in every
+    overlay, and nothing else needs changing."""
+
+    MOVED = {"kubeletRoot": "/srv/k/root", "kubeletPluginDir": "/srv/k/kubelet-plugins",
+             "controllerPluginDir": "/srv/k/controller-plugins"}
+    DEFAULTS = ["/var/lib/kubelet", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec",
+                "/usr/libexec/kubernetes/controller-plugins/volume/exec"]
+    # The bridge container sees kubelet's plugin dir at the default path whatever the host's
+    # (read-only, for `flexcsi doctor`'s default); the one place a default may stay.
+    DOCTOR_VIEW = "mountPath: /usr/libexec/kubernetes/kubelet-plugins/volume/exec"
+
+    def render_moved(self, overlay, controller):
+        tmp = tempfile.mkdtemp(prefix="flexcsi-moved-")
+        self.addCleanup(shutil.rmtree, tmp)
+        shutil.copytree(os.path.join(REPO, "deploy", "kubernetes"), os.path.join(tmp, "k"))
+        os.mkdir(os.path.join(tmp, "moved"))
+        generators = [{"name": "flexcsi-node-paths", "namespace": "flexcsi", "behavior": "merge",
+                       "literals": [f"{k}={self.MOVED[k]}" for k in ("kubeletRoot",
+                                                                      "kubeletPluginDir")]}]
+        if controller:
+            generators.append({"name": "flexcsi-controller-paths", "namespace": "flexcsi",
+                               "behavior": "merge", "literals": [
+                                   "controllerPluginDir=" + self.MOVED["controllerPluginDir"]]})
+        with open(os.path.join(tmp, "moved", "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({"resources": [f"../k/{overlay}"],
+                            "configMapGenerator": generators}, f)
+        result = subprocess.run([KUBECTL, "kustomize", os.path.join(tmp, "moved")],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout
+
+    def test_every_overlay_follows_the_setting(self):
+        for overlay, controller in (("overlays/loopback-provisioner", True),
+                                    ("overlays/old-clusters", True),
+                                    ("overlays/digitalocean", True), ("overlays/nfs", False),
+                                    ("overlays/juicefs", False)):
+            text = self.render_moved(overlay, controller).replace(self.DOCTOR_VIEW, "")
+            for default in self.DEFAULTS:
+                self.assertNotIn(default, text, f"{overlay} keeps {default}")
+            self.assertIn("path: /srv/k/kubelet-plugins", text, overlay)
+            self.assertIn("kubeletRoot: /srv/k/root", text, overlay)
+            if controller:
+                self.assertIn("path: /srv/k/controller-plugins", text, overlay)
 
 
 class ConfigsAgreeWithProfiles(unittest.TestCase):
@@ -121,6 +173,9 @@ class ConfigsAgreeWithProfiles(unittest.TestCase):
         for name in ("nfs", "digitalocean", "juicefs"):
             profile = self.load("drivers", "profiles", f"{name}.yaml")
             node = self.load("deploy", "kubernetes", "overlays", name, "bridge-node.yaml")
+            for d in node["drivers"]:  # the manifests' kubelet root var, at its default
+                d["csiEndpoint"] = d["csiEndpoint"].replace("$(FLEXCSI_KUBELET_ROOT)",
+                                                            "/var/lib/kubelet")
             self.assertEqual(node["drivers"], [profile], name)
 
     def test_digitalocean_controller_differs_from_profile_only_in_endpoint(self):
@@ -135,6 +190,9 @@ class ConfigsAgreeWithProfiles(unittest.TestCase):
     def test_package_default_config_matches_base_driver(self):
         package = self.load("deploy", "debian", "bridge.yaml")
         base = self.load("deploy", "kubernetes", "base", "node", "bridge-node.yaml")
+        for d in base["drivers"]:  # kustomize's var, at its default (base/node/kustomization.yaml)
+            d["csiEndpoint"] = d["csiEndpoint"].replace("$(FLEXCSI_KUBELET_ROOT)",
+                                                        "/var/lib/kubelet")
         self.assertEqual(package["drivers"], base["drivers"])
         self.assertEqual(package["metricsAddress"], "127.0.0.1:9809")  # host: local only
 

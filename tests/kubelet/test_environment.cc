@@ -189,7 +189,9 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
   bridge_log_ = root_ + "/logs/flexcsi-bridge.log";
   driver_log_ = root_ + "/logs/csi-loopback.log";
   csi_state_dir_ = root_ + "/csi-state";
-  for (const std::string& d : {kubelet_root_, plugin_dir_, root_ + "/run", root_ + "/bridge",
+  // pods/ and plugins/: what kubelet makes in its root dir at start, and what the bridge checks.
+  for (const std::string& d : {kubelet_root_ + "/pods", kubelet_root_ + "/plugins", plugin_dir_,
+                               root_ + "/run", root_ + "/bridge",
                                root_ + "/logs", csi_state_dir_}) {
     fs::create_directories(d);
   }

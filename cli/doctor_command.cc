@@ -16,10 +16,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli_parse.h"
 #include "cli/install_driver_command.h"
 #include "common/bridge_client.h"
 #include "common/command_runner.h"
+#include "common/subcommand_args.h"
 #include "common/text_table.h"
 
 namespace flexcsi {

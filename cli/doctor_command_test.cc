@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/fake_bridge_test_util.h"
 #include "cli/install_driver_command.h"
+#include "tests/support/fake_bridge_test_util.h"
 
 namespace flexcsi {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "bridge/bridge_config.h"
 #include "bridge/node_registrar.h"
-#include "cli/cli_parse.h"
 #include "common/command_runner.h"
+#include "common/subcommand_args.h"
 
 namespace flexcsi {
 

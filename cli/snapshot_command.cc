@@ -8,7 +8,7 @@
 #include "bridge/bridge_config.h"
 #include "bridge/csi_client.h"
 #include "bridge/volume_mapping.h"
-#include "cli/cli_parse.h"
+#include "common/subcommand_args.h"
 #include "common/text_table.h"
 #include "common/yaml_json.h"
 

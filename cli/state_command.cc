@@ -8,9 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include "bridge/bridge_config.h"
-#include "cli/cli_parse.h"
-#include "common/text_table.h"
 #include "common/bridge_client.h"
+#include "common/subcommand_args.h"
+#include "common/text_table.h"
 
 namespace flexcsi {
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/fake_bridge_test_util.h"
+#include "tests/support/fake_bridge_test_util.h"
 
 namespace flexcsi {
 namespace {

@@ -1,6 +1,6 @@
 // The libyaml reader (ParseYamlDocuments) against the yaml-cpp reader it replaced
-// (common/yaml_cpp_reader_oracle.h): every text both accept must give the same JSON, value and
-// number type alike, and our own errors (depth, alias budget, scalar keys) the same message.
+// (tests/support/yaml_cpp_reader_oracle.h): every text both accept must give the same JSON, value
+// and number type alike, and our own errors (depth, alias budget, scalar keys) the same message.
 // Texts: every YAML file and string literal in the repository's sources, generated PV lists,
 // JsonToYaml of seeded random values, and kubeconfig/kubectl-shaped documents. Where the parsers
 // legitimately disagree, kKnownDifferences and kStricterThanYamlCpp say why and what go-yaml
@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "bench/generate_pv_list.h"
-#include "common/yaml_cpp_reader_oracle.h"
 #include "common/yaml_json.h"
+#include "tests/support/yaml_cpp_reader_oracle.h"
 
 namespace flexcsi {
 namespace {

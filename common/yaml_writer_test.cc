@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "bench/generate_pv_list.h"
-#include "common/yaml_emitter_oracle.h"
 #include "common/yaml_json.h"
+#include "tests/support/yaml_emitter_oracle.h"
 
 namespace flexcsi {
 namespace {

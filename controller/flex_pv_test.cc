@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "bridge/volume_mapping.h"
-#include "controller/test_driver_config.h"
+#include "tests/support/test_driver_config.h"
 
 namespace flexcsi::controller {
 namespace {

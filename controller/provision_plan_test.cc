@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "controller/test_driver_config.h"
+#include "tests/support/test_driver_config.h"
 
 namespace flexcsi::controller {
 namespace {

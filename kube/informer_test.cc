@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "kube/api_server_fixture.h"
+#include "tests/support/api_server_fixture.h"
 
 namespace flexcsi::kube {
 namespace {

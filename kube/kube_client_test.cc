@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "common/command_runner.h"
-#include "kube/api_server_fixture.h"
+#include "tests/support/api_server_fixture.h"
 
 namespace flexcsi::kube {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli_parse.h"
+#include "common/subcommand_args.h"
 #include "common/yaml_json.h"
 #include "kube/kube_client.h"
 #include "kube/kube_config.h"

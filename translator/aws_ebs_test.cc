@@ -1,6 +1,6 @@
 #include "translator/aws_ebs.h"
 
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 #include "translator/topology.h"
 #include "translator/translator.h"
 

@@ -1,6 +1,6 @@
 #include "translator/flexvolume_rules.h"
 
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 #include "translator/translator.h"
 
 namespace flexcsi {

@@ -14,9 +14,9 @@
 #include <simdjson.h>
 
 #include "bench/generate_pv_list.h"
+#include "tests/support/test_json.h"
 #include "translator/json_text_writer.h"
 #include "translator/spec_changes.h"
-#include "translator/test_json.h"
 #include "translator/translator.h"
 
 namespace flexcsi {

@@ -1,6 +1,6 @@
 // Bad input: wrong JSON types, missing fields, wrong shapes. Every case must give a clear
 // InvalidArgument error (or a defined translation), never a crash or an exception.
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 #include "translator/translator.h"
 
 namespace flexcsi {

@@ -1,4 +1,4 @@
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 #include "translator/translator.h"
 
 namespace flexcsi {

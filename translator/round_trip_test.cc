@@ -1,6 +1,6 @@
 // In-tree -> CSI -> in-tree round trips (translation.md §13): each row states exactly which
 // fields do not survive, by giving the full object that comes back.
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 #include "translator/translator.h"
 
 namespace flexcsi {

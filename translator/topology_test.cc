@@ -1,6 +1,6 @@
 #include "translator/topology.h"
 
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 
 namespace flexcsi {
 namespace translator {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "translator/test_json.h"
+#include "tests/support/test_json.h"
 
 namespace flexcsi {
 namespace translator {

@@ -129,7 +129,9 @@ class WatchTest(ServerTestCase):
 
     def test_bookmarks_and_timeout_end_an_idle_watch(self):
         rv = self.api.get(PV)["metadata"]["resourceVersion"]
-        events = self.api.watch(PV, timeout=1.3, resourceVersion=rv, allowWatchBookmarks="true",
+        # 3 s: a bookmark after each second of silence and one before the end, so a stream
+        # thread that a busy machine wakes late still sends some.
+        events = self.api.watch(PV, timeout=3, resourceVersion=rv, allowWatchBookmarks="true",
                                 labelSelector="nothing=here")
         self.assertTrue(events)
         self.assertTrue(all(e["type"] == "BOOKMARK" for e in events))
@@ -139,25 +141,48 @@ class WatchTest(ServerTestCase):
         rv = self.api.get(PV)["metadata"]["resourceVersion"]
         result = []
         t = threading.Thread(target=lambda: result.extend(
-            self.api.watch(PV, max_events=1, timeout=5, resourceVersion=rv,
+            self.api.watch(PV, max_events=1, timeout=60, resourceVersion=rv,
                            fieldSelector="metadata.name=w-live")))
         t.start()
         self.api.create(PV, flex_pv("w-live"))
-        t.join(10)
+        t.join(60)
         self.assertEqual([e["type"] for e in result], ["ADDED"])
 
-    def test_close_watches_ends_open_streams(self):
+    def start_watch(self, label_selector, timeout=300):
+        """Starts a long watch in a thread and waits until the server lists this very stream
+        (its unique selector), so a close from then on reaches it. Another test's stream that
+        is still being served (a client that stopped reading after max_events) is not enough."""
         rv = self.api.get(PV)["metadata"]["resourceVersion"]
         result = []
         t = threading.Thread(target=lambda: result.append(
-            self.api.watch(PV, timeout=20, resourceVersion=rv, labelSelector="never=x")))
+            self.api.watch(PV, timeout=timeout, resourceVersion=rv,
+                           labelSelector=label_selector)))
         t.start()
-        self.wait_for(lambda: self.api.get("/_fake/controllers")["openWatches"] > 0,
-                      what="the watch to be open")
-        self.api.request("POST", "/_fake/close-watches")
-        t.join(5)
-        self.assertFalse(t.is_alive())
+        self.wait_for(lambda: any(w["labelSelector"] == label_selector for w in
+                                  self.api.get("/_fake/controllers")["watches"]),
+                      what="the watch on %s to be open" % label_selector)
+        return t, result
 
+    def test_close_watches_ends_open_streams(self):
+        t, result = self.start_watch("never=close-1")
+        self.api.request("POST", "/_fake/close-watches")
+        t.join(60)  # the watch itself would run for 300 s: only the close ends it this soon
+        self.assertFalse(t.is_alive())
+        self.assertEqual(result, [[]])
+
+    def test_close_watches_reaches_a_stream_opened_beside_a_lingering_one(self):
+        # A client that stops reading after one event leaves its stream served until its
+        # timeout: the count of open streams is above zero before the next watch opens.
+        self.api.create(PV, flex_pv("w-linger"))
+        self.api.watch(PV, max_events=1, timeout=300, fieldSelector="metadata.name=w-linger")
+        self.assertGreater(self.api.get("/_fake/controllers")["openWatches"], 0)
+        t, result = self.start_watch("never=close-2")
+        self.api.request("POST", "/_fake/close-watches")
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(result, [[]])
+        self.wait_for(lambda: not self.api.get("/_fake/controllers")["watches"],
+                      what="both streams to end")
 
 if __name__ == "__main__":
     unittest.main()

@@ -125,7 +125,10 @@ class WorkloadsTest(ServerTestCase):
         self.api.create(PV, flex_pv("grow-pv", size="1Gi", storage_class="grow",
                                     driver="flexcsi/loopback"))
         self.api.create(PVC, claim("grow", size="1Gi", storage_class="grow"))
-        csi = flex_pv("grow-csi-pv", size="1Gi", storage_class="grow")
+        # Reserved for its claim (claimRef), as an administrator pre-binds: otherwise a pass
+        # that runs between these creates may bind claim "grow" to it, the smallest fit too.
+        csi = flex_pv("grow-csi-pv", size="1Gi", storage_class="grow",
+                      claim_ref={"namespace": "default", "name": "grow-csi"})
         del csi["spec"]["flexVolume"]
         csi["spec"]["csi"] = {"driver": "loop.csi", "volumeHandle": "h"}
         self.api.create(PV, csi)

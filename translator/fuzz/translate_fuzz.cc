@@ -1,11 +1,11 @@
 // libFuzzer target for the translator's untrusted-input entry points: JSON and YAML parsing,
 // every Translator operation, FlexVolume rules parsing and the mapping the bridge uses, and the
 // YAML writer (which must write text that reads back, and what yaml-cpp's emitter wrote
-// wherever that did: common/yaml_emitter_oracle.h). The first input byte picks the operation, the
-// rest is the document. Any crash, sanitizer report or escaped exception is a bug: all of these
-// must return a Status. The PV translation also runs over simdjson's parse of the same text, which
-// must give exactly what nlohmann's gives (json_view.h), also as the text written from the view; a
-// difference aborts.
+// wherever that did: tests/support/yaml_emitter_oracle.h). The first input byte picks the
+// operation, the rest is the document. Any crash, sanitizer report or escaped exception is a bug:
+// all of these must return a Status. The PV translation also runs over simdjson's parse of the same
+// text, which must give exactly what nlohmann's gives (json_view.h), also as the text written from
+// the view; a difference aborts.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,8 +15,8 @@
 
 #include <simdjson.h>
 
-#include "common/yaml_emitter_oracle.h"
 #include "common/yaml_json.h"
+#include "tests/support/yaml_emitter_oracle.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/json_text_writer.h"
 #include "translator/translator.h"

@@ -87,14 +87,14 @@ class Control(object):
             return 200, {"paused": fake.controllers.set_paused(body.get("controllers"), False)}
         if action == "controllers":
             return 200, {"controllers": fake.controllers.describe(),
-                         "openWatches": fake.open_watches}
+                         "openWatches": fake.open_watches.count(),
+                         "watches": fake.open_watches.describe()}
         if action == "compact":
             with fake.store.lock:
                 fake.store.compact()
                 return 200, {"compactedResourceVersion": str(fake.store.compacted_rv)}
         if action == "close-watches":
-            fake.watch_generation += 1
-            return 200, {"closed": True}
+            return 200, {"closed": True, "streams": fake.open_watches.close_all()}
         if action == "settle":
             timeout = float(params.get("timeoutSeconds") or body.get("timeoutSeconds") or 10)
             settled = fake.controllers.wait_settled(time.time() + timeout)

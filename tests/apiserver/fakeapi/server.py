@@ -13,6 +13,7 @@ from .audit import Audit
 from .control import Control, FailureInjector
 from .controllers.base import ControllerManager
 from .handler import ApiHandler
+from .open_watches import OpenWatches
 from .resources import Registry
 from .store import Store, HISTORY_LIMIT
 
@@ -62,12 +63,10 @@ class FakeApiServer(object):
         self.delay_ms = delay_ms
         self.version = version
         self.stopping = False
-        self.watch_generation = 0
-        self.open_watches = 0  # streams being served, for /_fake/controllers and tests
-        self.watch_count_lock = threading.Lock()
         self.port = 0
         self.registry = Registry(snapshot_crds, leases, without)
         self.store = Store(history_limit, state_file)
+        self.open_watches = OpenWatches(self.store)
         self.audit = Audit()
         self.api = Api(self.registry, self.store, self.audit)
         self.failures = FailureInjector()

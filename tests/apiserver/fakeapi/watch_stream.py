@@ -55,14 +55,15 @@ def serve_watch(handler, fake, r, params):
             cursor = start_rv
         too_old = rv_param not in ("", "0") and cursor < store.compacted_rv
         compacted = store.compacted_rv
-        generation = fake.watch_generation
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Transfer-Encoding", "chunked")
-    handler.end_headers()
-    with fake.watch_count_lock:
-        fake.open_watches += 1
+        stream = fake.open_watches.register(
+            {"path": handler.path.split("?", 1)[0], "resourceVersion": rv_param,
+             "labelSelector": params.get("labelSelector", ""),
+             "fieldSelector": params.get("fieldSelector", "")})
     try:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
         if too_old:
             _event(handler, "ERROR", errors.expired("too old resource version: %d (%d)"
                                                 % (cursor, compacted)).status())
@@ -74,11 +75,11 @@ def serve_watch(handler, fake, r, params):
         final_bookmark = False
         while True:
             now = time.time()
-            if now >= deadline or fake.stopping or fake.watch_generation != generation:
+            if now >= deadline or fake.stopping or stream.closed:
                 break
             with store.lock:
                 events = store.events_after(cursor, rtype.key)
-                if not events:
+                if not events and not stream.closed:
                     store.changed.wait(min(0.5, max(deadline - now, 0.01)))
                     events = store.events_after(cursor, rtype.key)
                 if cursor < store.compacted_rv and not events:
@@ -119,8 +120,7 @@ def serve_watch(handler, fake, r, params):
     except (BrokenPipeError, ConnectionResetError, OSError):
         handler.close_connection = True
     finally:
-        with fake.watch_count_lock:
-            fake.open_watches -= 1
+        fake.open_watches.unregister(stream)
 
 
 def _end_stream(handler):

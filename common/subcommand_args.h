@@ -1,5 +1,7 @@
 // Glue between CLI11 and the subcommand entry points, which take their words as a vector and
-// write to caller-given streams (so tests can run them in-process).
+// write to caller-given streams (so tests can run them in-process). Shared by the `flexcsi`
+// subcommands in cli/ and by `flexcsi migrate` in migrate/, which cli/ links: it lives here, below
+// both, so that no folder includes from one above it. Header-only; users link CLI11::CLI11.
 #pragma once
 
 #include <algorithm>

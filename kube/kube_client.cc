@@ -230,6 +230,10 @@ StatusOr<Json> KubeClient::Get(const ResourcePath& object) {
   return impl_->Call("GET", object.UrlPath(), "", "");
 }
 
+StatusOr<Json> KubeClient::GetNonResource(const std::string& path) {
+  return impl_->Call("GET", path, "", "");
+}
+
 StatusOr<Json> KubeClient::List(const ResourcePath& collection, const ListOptions& options) {
   Json result = {{"items", Json::array()}, {"metadata", Json::object()}};
   std::string continue_token;

@@ -121,6 +121,10 @@ class KubeClient {
   // Status object.
   StatusOr<nlohmann::json> Delete(const ResourcePath& object, const DeleteOptions& options = {});
 
+  // GET of a path that names no resource: discovery ("/version", "/apis/storage.k8s.io/v1").
+  // kube/discovery.h reads the answers.
+  StatusOr<nlohmann::json> GetNonResource(const std::string& path);
+
   // Streams events until on_event returns false, the server ends the watch (returns OK), or an
   // error. A 410 / ERROR event with code 410 returns kOutOfRange: the caller re-lists.
   Status Watch(const ResourcePath& collection, const WatchOptions& options,

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/discovery.h"
 #include "kube/kube_config.h"
 
 namespace flexcsi {
@@ -25,17 +26,15 @@ kube::ResourcePath NodePath(const std::string& name) {
 }
 kube::ResourcePath CsiNodes() { return kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"); }
 
-// A 404 for the resource itself (clusters before 1.14 serve no CSINode) rather than the object.
-bool ResourceNotServed(const Status& s) {
-  return kube::IsNotFound(s) &&
-         s.message().find("could not find the requested resource") != std::string::npos;
-}
-
-// Reads the CSINode: {} when the object is missing, null when the resource is not served.
+// Reads the CSINode: {} when the object is missing, null when the API server serves no CSINode
+// (before 1.14). Discovery says so: nothing is asked of an API the server lacks, so the RBAC of
+// such a cluster need not name it, and no 404 is mistaken for a missing object.
 StatusOr<json> GetCsiNode(kube::KubeClient& client, const std::string& node_name) {
+  auto served = kube::ServesResource(client, "storage.k8s.io/v1", "csinodes");
+  if (!served.ok()) return served.status();
+  if (!*served) return json(nullptr);
   auto csinode = client.Get(CsiNodes().Named(node_name));
   if (csinode.ok()) return csinode;
-  if (ResourceNotServed(csinode.status())) return json(nullptr);
   if (kube::IsNotFound(csinode.status())) return json::object();
   return csinode.status();
 }
@@ -69,8 +68,8 @@ Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, json read,
 
 }  // namespace
 
-Status RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
-                            const DriverNodeInfo& info) {
+StatusOr<bool> RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
+                                    const DriverNodeInfo& info) {
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
     auto node = client.Get(NodePath(node_name));
     if (!node.ok()) return node.status();
@@ -83,7 +82,9 @@ Status RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_na
       if (kube::IsConflict(patched)) continue;
       FLEXCSI_RETURN_IF_ERROR(patched);
     }
-    return WriteCsiNodeEntry(client, *node, std::move(*csinode), info);
+    const bool served = !csinode->is_null();
+    FLEXCSI_RETURN_IF_ERROR(WriteCsiNodeEntry(client, *node, std::move(*csinode), info));
+    return served;
   }
   return Unavailable("Node " + node_name + " kept changing under " +
                      std::to_string(kConflictRetries) + " patches");
@@ -272,12 +273,14 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
         want.driver, access_.node_name,
         seen.ok() ? "" : " (cannot read it: " + seen.status().ToString() + ")");
   }
-  Status registered = RegisterDriverOnNode(*access_.client, access_.node_name, want);
+  StatusOr<bool> registered = RegisterDriverOnNode(*access_.client, access_.node_name, want);
   if (registered.ok()) {
     spdlog::info(
         "driver {} registered on node {}: node id {}, {} topology segment(s), "
-        "max volumes {}",
-        want.driver, access_.node_name, want.node_id, want.topology.size(), want.max_volumes);
+        "max volumes {}{}",
+        want.driver, access_.node_name, want.node_id, want.topology.size(), want.max_volumes,
+        *registered ? "" : "; labels and node-id annotation only: this API server serves no "
+                           "CSINode (Kubernetes before 1.14)");
     state.registered = want;
     state.state = "registered";
     state.message = "node id " + want.node_id;
@@ -290,10 +293,10 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
   state.delay = state.delay.count() == 0 ? kFirstRetry : std::min(state.delay * 2, kMaxRetry);
   state.next_attempt = now + state.delay;
   state.state = "failed";
-  state.message = registered.ToString();
+  state.message = registered.status().ToString();
   spdlog::warn("driver {}: cannot register on node {} (attempt {}, next in {} s): {}", want.driver,
                access_.node_name, state.attempts,
-               std::chrono::duration_cast<seconds>(state.delay).count(), registered.ToString());
+               std::chrono::duration_cast<seconds>(state.delay).count(), state.message);
 }
 
 }  // namespace flexcsi

@@ -29,10 +29,11 @@
 namespace flexcsi {
 
 // One registration written through the API: the Node patch, then the CSINode entry (skipped
-// where storage.k8s.io/v1 CSINode is not served: clusters before 1.14 get labels and the
-// annotation only). Conflicts are retried on a fresh read.
-Status RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
-                            const DriverNodeInfo& info);
+// where discovery lists no storage.k8s.io/v1 CSINode: clusters before 1.14 get labels and the
+// annotation only). Conflicts are retried on a fresh read. Returns whether a CSINode entry was
+// written (false: not served).
+StatusOr<bool> RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
+                                    const DriverNodeInfo& info);
 // The reverse, for `flexcsi uninstall-driver`: the CSINode entry, the node-id entry, and the
 // topology labels no other driver's entry lists.
 Status UnregisterDriverFromNode(kube::KubeClient& client, const std::string& node_name,

@@ -7,7 +7,10 @@
 // empty directory fails that test, so without a mount there kubelet would never unstage the
 // volume. A bind mount of anything on the same filesystem would fail the test too, and a bind of
 // the volume would show up in kubelet's GetDeviceMountRefs check and block unmountdevice, so the
-// marker is a filesystem of its own with nothing else referring to it.
+// marker is a filesystem of its own with nothing else referring to it. Each marker also has a
+// source name of its own: kubelet before 1.11 (1.10's GetMountRefs) counts every mount with the
+// same source name as another reference, so two markers with one name would each block the
+// other's unmountdevice forever.
 #pragma once
 
 #include <string>
@@ -16,8 +19,14 @@
 
 namespace flexcsi {
 
-// The source name the marker shows in the mount table.
+// The source name every marker's name starts with in the mount table (alone: a marker an
+// older bridge mounted).
 inline constexpr const char* kStagingMarkerSource = "flexcsi-staging-marker";
+
+// The marker's source name for `path`: kStagingMarkerSource, '-', a hash of the path.
+std::string StagingMarkerSource(const std::string& path);
+// Whether a mount's source name is a marker's (this bridge's or an older one's).
+bool IsStagingMarkerSource(const std::string& source);
 
 // Mounts the marker at `path` (an existing directory) unless it is already there.
 Status MountStagingMarker(const std::string& path);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/command_runner.h"
+#include "kube/discovery.h"
 #include "tests/support/api_server_fixture.h"
 
 namespace flexcsi::kube {
@@ -162,6 +163,20 @@ TestApiServer* KubeClientTest::server_ = nullptr;
 
 std::unique_ptr<KubeClient> Connect(ClientConfig config) {
   return ConnectOrFail(std::move(config));
+}
+
+TEST_F(KubeClientTest, DiscoveryTellsServedResourcesAndTheVersion) {
+  EXPECT_EQ(true, *ServesResource(*client_, "v1", "configmaps"));
+  EXPECT_EQ(true, *ServesResource(*client_, "storage.k8s.io/v1", "csinodes"));
+  EXPECT_EQ(false, *ServesResource(*client_, "storage.k8s.io/v1", "nothings"));
+  // a group version that is not served at all is an answer, not an error
+  auto absent = ServesResource(*client_, "snapshot.example.io/v9", "things");
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_FALSE(*absent);
+  auto version = GetServerVersion(*client_);
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_EQ(1, version->major);
+  EXPECT_GT(version->minor, 0);
 }
 
 TEST_F(KubeClientTest, ClientCertificateAndTokenBothAuthenticate) {

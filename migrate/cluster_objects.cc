@@ -76,10 +76,11 @@ StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std:
       ListInto(client, ResourcePath::Group("batch/v1", "jobs", ns), true, &o.jobs));
   FLEXCSI_RETURN_IF_ERROR(
       ListInto(client, ResourcePath::Group("batch/v1", "cronjobs", ns), true, &o.cronjobs));
+  // Not served before 1.18 (CSIDriver v1) and 1.17 (CSINode v1): none then.
   FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
-                                   false, &o.csidrivers));
+                                   true, &o.csidrivers));
   FLEXCSI_RETURN_IF_ERROR(
-      ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"), false, &o.csinodes));
+      ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"), true, &o.csinodes));
   FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client, ns, &o.hpas));
   return o;
 }

@@ -13,6 +13,7 @@
 #include "kube/kube_config.h"
 #include "migrate/apply_selection.h"
 #include "migrate/cluster_objects.h"
+#include "migrate/cluster_support.h"
 #include "migrate/journal.h"
 #include "migrate/parallel_mover.h"
 #include "migrate/planner.h"
@@ -104,6 +105,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   auto objects = ListClusterObjects(**client, f.kube.namespace_);
   if (!objects.ok()) return Error(err, "plan", objects.status());
   const Plan plan = BuildPlan(*objects, *translator, PlanOptions{f.kube.namespace_});
+  if (auto server = kube::GetServerVersion(**client); server.ok()) {
+    if (Status mountable = CheckCsiPvsMountable(*server); !mountable.ok()) {
+      err << "flexcsi migrate plan: note: apply will refuse: " << mountable.message() << "\n";
+    }
+  }
   if (f.output == "json") {
     out << PlanToJson(plan).dump(2) << "\n";
   } else if (f.output == "yaml") {
@@ -173,6 +179,15 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   if (!translator.ok()) return Error(err, name, translator.status());
   auto client = MakeClient(f.kube);
   if (!client.ok()) return Error(err, name, client.status());
+  if (!rollback) {
+    // Before the journal or any write, dry runs included (dryRun=All came after 1.10).
+    auto server = kube::GetServerVersion(**client);
+    if (!server.ok()) return Error(err, name, server.status());
+    if (Status mountable = CheckCsiPvsMountable(*server); !mountable.ok()) {
+      err << "flexcsi migrate apply: refused: " << mountable.message() << "\n";
+      return kExitRefused;
+    }
+  }
 
   std::unique_ptr<MigrationJournal> journal;
   if (!dry_run) {

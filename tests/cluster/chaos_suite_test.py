@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Chaos life cycles on a real Kubernetes v1.24 (issue #18): whole FlexVolume volume life cycles
+"""Chaos life cycles on a real Kubernetes (issue #18; v1.24, and v1.10.6 as
+cluster_chaos_suite_v1_10, which CI runs with fewer life cycles): whole FlexVolume volume life cycles
 driven by the real kube-controller-manager (attach, detach) and kubelet (mount, unmount), while
 kill -9 hits flexcsi-bridge, a csi-loopback or a flexexec process in the middle of their calls.
 

@@ -3,6 +3,7 @@ one cluster per test module, and waiting on Kubernetes objects the way a person 
 
 A suite module ends with `if __name__ == "__main__": clustertest.main()` and uses
 `clustertest.CLUSTER` in its tests."""
+import base64
 import functools
 import json
 import os
@@ -169,6 +170,34 @@ def exec_in(ns, pod, *command, container=None, check=True, timeout=60):
     if check and r.returncode != 0:
         raise AssertionError("exec in %s/%s %s: %s%s" % (ns, pod, command, r.stdout, r.stderr))
     return r.stdout
+
+
+def service_account_kubeconfig(c, namespace, name):
+    """A kubeconfig with a token of the service account, as its pod would have: a TokenRequest
+    where the API serves one (1.20 on), else the token the token controller put in the service
+    account's secret (Kubernetes 1.10)."""
+    if c.version.at_least(20):
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": 7200}}
+        path = "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name)
+        token = json.loads(c.kubectl("create", "--raw", path, "-f", "-",
+                                     input=json.dumps(request)))["status"]["token"]
+    else:
+        secret = wait_for("the token secret of %s/%s" % (namespace, name), lambda: (
+            (c.kubectl_json("get", "serviceaccount", name, "-n", namespace).get("secrets")
+             or [{}])[0].get("name")), 60)
+        token = base64.b64decode(c.kubectl_json("get", "secret", secret, "-n", namespace)
+                                 ["data"]["token"]).decode()
+    kubeconfig = os.path.join(c.dir, name + ".kubeconfig")
+    with open(kubeconfig, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Config",
+                   "clusters": [{"name": "c", "cluster": {"server": c.server,
+                                                          "certificate-authority": c.ca}}],
+                   "users": [{"name": name, "user": {"token": token}}],
+                   "contexts": [{"name": "c", "context": {"cluster": "c", "user": name}}],
+                   "current-context": "c"}, f)
+    os.chmod(kubeconfig, 0o600)
+    return kubeconfig
 
 
 def namespace_object(name):

@@ -50,25 +50,6 @@ CONTROLLER = None
 SNAPSHOT_CONTROLLER = None
 
 
-def service_account_kubeconfig(c, namespace, name):
-    """A kubeconfig with a token of the service account, as its pod would have."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": 7200}}
-    path = "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name)
-    token = json.loads(c.kubectl("create", "--raw", path, "-f", "-",
-                                 input=json.dumps(request)))["status"]["token"]
-    kubeconfig = os.path.join(c.dir, name + ".kubeconfig")
-    with open(kubeconfig, "w") as f:
-        json.dump({"apiVersion": "v1", "kind": "Config",
-                   "clusters": [{"name": "c", "cluster": {"server": c.server,
-                                                          "certificate-authority": c.ca}}],
-                   "users": [{"name": name, "user": {"token": token}}],
-                   "contexts": [{"name": "c", "context": {"cluster": "c", "user": name}}],
-                   "current-context": "c"}, f)
-    os.chmod(kubeconfig, 0o600)
-    return kubeconfig
-
-
 def setUpModule():
     global PLUGINS, CONTROLLER
     c = clustertest.start_cluster()
@@ -77,7 +58,7 @@ def setUpModule():
               os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
               "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
     PLUGINS = NodePlugins(c, shapes=[SHAPE],
-                          registration_kubeconfig=service_account_kubeconfig(c, "flexcsi",
+                          registration_kubeconfig=clustertest.service_account_kubeconfig(c, "flexcsi",
                                                                              "flexcsi-node"))
     PLUGINS.start()
     global SNAPSHOT_CONTROLLER

@@ -29,11 +29,6 @@ class KubeVersion:
     def at_least(self, minor):
         return (self.major, self.minor) >= (1, minor)
 
-    @property
-    def ctest_suffix(self):
-        """What the version's ctest entries end with ('' for the default, v1.24)."""
-        return "" if self.at_least(24) else "_v1_%d" % self.minor
-
     # ----- the harness ---------------------------------------------------------------------
 
     @property
@@ -87,3 +82,9 @@ class KubeVersion:
     @property
     def serves_csinode(self):
         return self.at_least(14)
+
+    @property
+    def refuses_csi_migration(self):
+        """`flexcsi migrate apply` refuses: kubelet before 1.13 cannot mount the CSI PVs it
+        would make (migrate/cluster_support.h)."""
+        return not self.at_least(13)

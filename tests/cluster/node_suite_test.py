@@ -1,19 +1,31 @@
 #!/usr/bin/env python3
-"""The node side on a real Kubernetes v1.24: kubelet and kube-controller-manager exec our
-FlexVolume driver, flexcsi-bridge turns each call into CSI for csi-loopback, in every driver
-shape csi-loopback imitates. The phases run in order on one cluster, each for all shapes at once:
+"""The node side on a real Kubernetes (v1.24, and v1.10.6 as cluster_node_suite_v1_10): kubelet
+and kube-controller-manager exec our FlexVolume driver, flexcsi-bridge turns each call into CSI
+for csi-loopback, in every driver shape csi-loopback imitates. The phases run in order on one
+cluster, each for all shapes at once:
 
-1. a PV used by two pods: one read-write with an fsGroup, one read-only
+0. the bridge registers every driver on the Node (topology label, node-id annotation) and,
+   where the API server serves CSINode (1.14 on), its CSINode, with exactly the RBAC of
+   deploy/kubernetes/base/node/rbac.yaml: on 1.10, labels and annotation only, found out by
+   discovery, never by asking for a CSINode
+1. a PV used by two pods: one read-write with an fsGroup (the volume's files the group's,
+   whichever side sets it: kubelet 1.10 always chowns a read-write FlexVolume itself), one
+   read-only
 2. kill -9 of the bridge, then of kubelet, with those pods running: they keep their data
 3. both pods deleted: the volume is unmounted and detached; a new pod re-attaches it and
    finds the data intact
-4. the claim grown while a pod uses it (xfs: grows online without CAP_SYS_RESOURCE)
-5. an inline FlexVolume shared by two pods
+4. the claim grown while a pod uses it (xfs: grows online without CAP_SYS_RESOURCE); not on
+   1.10, whose kubelet has no FlexVolume expansion
+5. an inline FlexVolume (naming no fsType) shared by two pods
+5a. on 1.10, `flexcsi migrate plan` lists those PVs, and `apply` is refused before anything is
+   written (the audit log shows no write): kubelet there cannot mount CSI PVs
 6. everything deleted: no record, mount or loop device is left
 """
 import concurrent.futures
+import json
 import os
 import signal
+import subprocess
 import sys
 import unittest
 
@@ -22,10 +34,16 @@ import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, delete_and_wait, exec_in, get, wait_for  # noqa: E402
 from clustertest import wait_pod_running  # noqa: E402
 import namespace  # noqa: E402
-from node_plugins import SHAPES, NodePlugins, flex_driver  # noqa: E402
+import pki  # noqa: E402
+from node_plugins import SHAPES, NodePlugins, csi_driver, flex_driver  # noqa: E402
 
 PLUGINS = None
 FS_GROUP = 2345
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+TOPOLOGY_KEY = "topology.loopback.csi.flexcsi.io/node"
+NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
+BRIDGE_USER = "system:serviceaccount:flexcsi:flexcsi-node"
+MIGRATE_USER = "flexcsi-migrate"  # an admin of its own, so the audit log tells its requests
 # Written by the first pod, read back after restarts and re-attach.
 PAYLOAD_COMMAND = "head -c 4194304 /dev/urandom > /data/payload && sha256sum /data/payload"
 
@@ -33,7 +51,13 @@ PAYLOAD_COMMAND = "head -c 4194304 /dev/urandom > /data/payload && sha256sum /da
 def setUpModule():
     global PLUGINS
     c = clustertest.start_cluster()
-    PLUGINS = NodePlugins(c)
+    # the bridge registers the drivers with the node DaemonSet's service account and RBAC
+    apply(clustertest.namespace_object("flexcsi"))
+    c.kubectl("apply", "-n", "flexcsi", "-f",
+              os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
+              "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+    PLUGINS = NodePlugins(c, registration_kubeconfig=clustertest.service_account_kubeconfig(
+        c, "flexcsi", "flexcsi-node"))
     PLUGINS.start()
 
 
@@ -83,12 +107,67 @@ def pv_objects(shape, volume_id):
     ]
 
 
+def assert_fs_group(test, shape, pod, files):
+    """The volume root is the fsGroup's, setgid and group-writable, as kubelet's
+    SetVolumeOwnership leaves it; `files` ({path: group mode bits it must have}) are the
+    group's too."""
+    out = exec_in(ns(shape), pod, "stat", "-c", "%n %g %a", "/data", *files).split("\n")
+    seen = {line.split()[0]: (int(line.split()[1]), int(line.split()[2], 8))
+            for line in out if line.strip()}
+    gid, mode = seen["/data"]
+    test.assertEqual((gid, mode & 0o2070), (FS_GROUP, 0o2070),
+                     "/data in %s: gid %d mode %o" % (pod, gid, mode))
+    for path, bits in files.items():
+        gid, mode = seen[path]
+        test.assertEqual((gid, mode & bits), (FS_GROUP, bits),
+                         "%s in %s: gid %d mode %o" % (path, pod, gid, mode))
+
+
 def attached_volumes():
     node = get("node", clustertest.CLUSTER.node_name)
     return [v["name"] for v in node.get("status", {}).get("volumesAttached", [])]
 
 
+def registered_node_ids():
+    """{CSI driver: node id} as the Node's annotation has it, when the topology label is set."""
+    meta = get("node", clustertest.CLUSTER.node_name)["metadata"]
+    if meta.get("labels", {}).get(TOPOLOGY_KEY) != clustertest.CLUSTER.node_name:
+        return {}
+    return json.loads(meta.get("annotations", {}).get(NODE_ID_ANNOTATION, "{}"))
+
+
 class NodeSuite(unittest.TestCase):
+    def test_0_drivers_registered_on_the_node(self):
+        c = clustertest.CLUSTER
+        want = {csi_driver(shape): c.node_name for shape in SHAPES}
+        wait_for("every driver's label and node-id annotation",
+                 lambda: registered_node_ids() == want, 60)
+        served = "csinodes" in c.kubectl("api-resources", "--api-group", "storage.k8s.io",
+                                         "-o", "name")
+        self.assertEqual(served, c.version.serves_csinode)
+        # by user: 1.10's audit events carry no userAgent
+        bridge_requests = [e for e in c.audit_events()
+                           if e["user"].get("username") == BRIDGE_USER]
+        self.assertTrue(bridge_requests, "the audit log shows no request of the bridge")
+        csinode_requests = [e["requestURI"] for e in bridge_requests
+                            if "/csinodes" in e["requestURI"]]
+        if served:
+            wait_for("every driver's CSINode entry", lambda: sorted(
+                d["name"] for d in (get("csinode", c.node_name) or {}).get("spec", {})
+                .get("drivers") or []) == sorted(want), 60)
+        else:
+            # 1.10: discovery said no, so nothing asked for a CSINode (no 404, no RBAC need)
+            self.assertEqual(csinode_requests, [])
+            log = PLUGINS.procs["bridge"].tail(400)
+            self.assertIn("labels and node-id annotation only", log)
+            self.assertNotIn("cannot register", log)
+        # the node's RBAC is enough; on 1.10 no request fails at all (a missing CSINode
+        # object on a cluster that serves them is a 404 the bridge expects)
+        failed = [(e["requestURI"], e["responseStatus"]["code"]) for e in bridge_requests
+                  if e.get("responseStatus", {}).get("code", 200) in (401, 403)
+                  or (not served and e.get("responseStatus", {}).get("code", 200) >= 400)]
+        self.assertEqual(failed, [], "the bridge's requests that failed")
+
     def test_1_two_pods_rw_with_fsgroup_and_read_only(self):
         def run(shape):
             volume_id = PLUGINS.create_volume(shape, "pv-" + shape)
@@ -98,11 +177,8 @@ class NodeSuite(unittest.TestCase):
             wait_pod_running(ns(shape), "writer")
             out = exec_in(ns(shape), "writer", "sh", "-c", PAYLOAD_COMMAND)
             CHECKSUMS[shape] = out.split()[0]
-            # fsGroup: the volume root belongs to the group and the pod's files get it
-            self.assertEqual(exec_in(ns(shape), "writer", "stat", "-c", "%g", "/data").strip(),
-                             str(FS_GROUP))
-            self.assertEqual(exec_in(ns(shape), "writer", "stat", "-c", "%g",
-                                     "/data/payload").strip(), str(FS_GROUP))
+            # fsGroup: the volume root belongs to the group and the pod's new files get it
+            assert_fs_group(self, shape, "writer", {"/data/payload": 0o040})
             apply(busybox_pod(ns(shape), "reader", claim_volumes(shape, read_only=True),
                               DATA_MOUNT))
             wait_pod_running(ns(shape), "reader")
@@ -148,8 +224,12 @@ class NodeSuite(unittest.TestCase):
             self.assertEqual(out.split()[0], CHECKSUMS[shape])
             self.assertEqual(exec_in(ns(shape), "again", "cat", "/data/after").strip(),
                              "after-restart")
+            # mounted again for a pod with an fsGroup: every file is the group's, read-write
+            assert_fs_group(self, shape, "again", {"/data/payload": 0o060, "/data/more": 0o060,
+                                                   "/data/after": 0o060})
         for_each_shape(run)
 
+    @clustertest.needs("expands_flexvolume", "FlexVolume PVs expand from Kubernetes 1.13 on")
     def test_4_claim_grows_while_in_use(self):
         def run(shape):
             before = int(exec_in(ns(shape), "again", "df", "-k", "/data").split()[-5])
@@ -171,8 +251,8 @@ class NodeSuite(unittest.TestCase):
     def test_5_inline_volume_shared_by_two_pods(self):
         def run(shape):
             volume_id = PLUGINS.create_volume(shape, "inline-" + shape)
+            # no fsType: kubelet sends an empty one, and the rule's default (xfs) applies
             inline = [{"name": "data", "flexVolume": {"driver": flex_driver(shape),
-                                                      "fsType": "xfs",
                                                       "options": {"volumeID": volume_id}}}]
             apply(busybox_pod(ns(shape), "inline-a", inline, DATA_MOUNT,
                               command="echo from-a > /data/a; sleep 3600"))
@@ -183,6 +263,52 @@ class NodeSuite(unittest.TestCase):
             for pod in ("inline-a", "inline-b"):
                 delete_and_wait("pod", pod, ns(shape))
         for_each_shape(run)
+
+    @clustertest.needs("refuses_csi_migration", "migrate apply moves PVs here "
+                       "(cluster_migrate_suite)")
+    def test_5a_migrate_apply_refused_where_kubelet_cannot_mount_csi(self):
+        c = clustertest.CLUSTER
+        rules = os.path.join(PLUGINS.dir, "migrate-rules.yaml")
+        with open(rules, "w") as f:
+            json.dump({"flexVolumeRules": [
+                {"flexDriver": flex_driver(shape), "csiDriver": csi_driver(shape),
+                 "volumeHandle": {"fromOption": "volumeID"}} for shape in SHAPES]}, f)
+        journal = os.path.join(PLUGINS.dir, "migrate-journal")
+        pvs = {shape: get("pv", "flex-" + shape) for shape in SHAPES}
+        crt, key = c.pki.leaf("migrate", MIGRATE_USER, "system:masters")
+        kubeconfig = pki.write_kubeconfig(os.path.join(PLUGINS.dir, "migrate.kubeconfig"),
+                                          c.server, c.ca, crt, key, user=MIGRATE_USER)
+        seen = len(c.audit_events())
+
+        def migrate(*args):
+            return subprocess.run([PLUGINS.flexcsi_bin, "migrate", *args, "--rules", rules,
+                                   "--kubeconfig", kubeconfig], capture_output=True,
+                                  text=True, timeout=120)
+        plan = migrate("plan", "-o", "json")
+        self.assertIn(plan.returncode, (0, 3), plan.stderr)
+        listed = json.dumps(json.loads(plan.stdout))
+        for shape in SHAPES:
+            self.assertIn("flex-" + shape, listed)
+        self.assertIn("apply will refuse", plan.stderr)
+        for args in (["--all"], ["--pv", "flex-default", "--dry-run"]):
+            applied = migrate("apply", *args, "--journal", journal, "--yes")
+            print("\nflexcsi migrate apply %s: exit %d: %s" % (
+                " ".join(args), applied.returncode, applied.stderr.strip()), flush=True)
+            self.assertEqual(applied.returncode, 3, applied.stdout + applied.stderr)
+            self.assertIn("refused", applied.stderr)
+            self.assertIn("cannot mount CSI PVs", applied.stderr)
+            self.assertIn(str(c.version), applied.stderr)
+        self.assertFalse(os.path.exists(journal), "the refused apply opened a journal")
+        events = [e for e in c.audit_events()[seen:] if e["user"].get("username") == MIGRATE_USER]
+        writes = [(e["verb"], e["requestURI"]) for e in events
+                  if e["verb"] in ("create", "update", "patch", "delete", "deletecollection")]
+        self.assertEqual(writes, [], "the refused apply wrote")
+        self.assertIn("/version", [e["requestURI"] for e in events],
+                      "the refusal came from the server's version")
+        for shape, pv in pvs.items():
+            now = get("pv", "flex-" + shape)
+            self.assertEqual(now["metadata"]["resourceVersion"],
+                             pv["metadata"]["resourceVersion"], shape)
 
     def test_6_nothing_left_afterwards(self):
         def run(shape):

@@ -26,6 +26,7 @@ itself (the request is immutable while the alpha ExpandPersistentVolumes gate is
 controller's own refusal of a grown claim is in tests/controller/old_cluster_test.cc). The tests
 of the CSINode registration are skipped there with their reason.
 """
+import base64
 import json
 import os
 import sys
@@ -52,11 +53,19 @@ SNAPSHOT_CONTROLLER = None
 
 def service_account_kubeconfig(c, namespace, name):
     """A kubeconfig with a token of the service account, as its pod would have."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": 7200}}
-    path = "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name)
-    token = json.loads(c.kubectl("create", "--raw", path, "-f", "-",
-                                 input=json.dumps(request)))["status"]["token"]
+    if c.version.at_least(22):
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": 7200}}
+        path = "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name)
+        token = json.loads(c.kubectl("create", "--raw", path, "-f", "-",
+                                     input=json.dumps(request)))["status"]["token"]
+    else:
+        # No TokenRequest API (1.10): the token controller's secret holds the account's token.
+        wait_for("the token secret of service account " + name,
+                 lambda: (get("serviceaccount", name, namespace) or {}).get("secrets"), 60)
+        secret = get("secret", get("serviceaccount", name, namespace)["secrets"][0]["name"],
+                     namespace)
+        token = base64.b64decode(secret["data"]["token"]).decode()
     kubeconfig = os.path.join(c.dir, name + ".kubeconfig")
     with open(kubeconfig, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "Config",

@@ -59,8 +59,9 @@ class OldCluster : public WorldTest {
 TEST_F(OldCluster, ServesImmediateClaimsByNodeLabelsWithAConfigMapLock) {
   W().CreateNamespace("old-imm");
   W().CreateStorageClass("old-imm");
-  ASSERT_TRUE(W().StartController(0, {{"--leader-election", "--leader-election-namespace",
-                                       "default"}}));
+  ControllerFlags flags;
+  flags.extra = {"--leader-election", "--leader-election-namespace", "default"};
+  ASSERT_TRUE(W().StartController(0, flags));
   const size_t before = W().DriverVolumes().size();
   W().CreateClaim("old-imm", "data", "32Mi", "old-imm");
   ASSERT_TRUE(W().WaitBound("old-imm", "data")) << W().GetClaim("old-imm", "data").dump();

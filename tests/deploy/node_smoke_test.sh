@@ -65,7 +65,9 @@ fi
 doctor_rc=0
 "$flexcsi" doctor --config "$tmp/bridge.yaml" --plugin-dir "$tmp/plugins" >"$tmp/doctor.txt" 2>&1 || doctor_rc=$?
 cat "$tmp/doctor.txt"
-if [[ $doctor_rc == 0 ]] && grep -q "^8 checks: 8 pass, 0 warn, 0 fail" "$tmp/doctor.txt"; then
+# (9: "kubelet root", the bridge's own check that kubelet's pods/ and plugins/ are there)
+if [[ $doctor_rc == 0 ]] && grep -q "^9 checks: 9 pass, 0 warn, 0 fail" "$tmp/doctor.txt" &&
+   grep -q "^kubelet root  *PASS" "$tmp/doctor.txt"; then
   pass "doctor: all checks pass against the real bridge and csi-loopback"
 else
   fail "doctor exited $doctor_rc"

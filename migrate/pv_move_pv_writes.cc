@@ -1,0 +1,138 @@
+// The PV writes, each re-entrant: read-modify-write with a re-read on 409, the delete guarded by
+// a fresh Retain and a uid precondition, and the create of the PV under its old name.
+#include "migrate/pv_move_run.h"
+
+namespace flexcsi::migrate {
+
+namespace {
+
+constexpr const char* kPvProtection = "kubernetes.io/pv-protection";
+
+bool HasFinalizer(const json& obj, const std::string& f) {
+  const json::json_pointer p("/metadata/finalizers");
+  if (!obj.contains(p) || !obj.at(p).is_array()) return false;
+  for (const auto& x : obj.at(p)) {
+    if (x.is_string() && x.get<std::string>() == f) return true;
+  }
+  return false;
+}
+
+bool Terminating(const json& obj) {
+  return obj.contains("metadata") && obj["metadata"].contains("deletionTimestamp") &&
+         !obj["metadata"]["deletionTimestamp"].is_null();
+}
+
+}  // namespace
+
+Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
+                            const std::string& what) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto live = GetPv();
+    if (!live.ok()) return live.status();
+    if (!*live)
+      return NotFound("PV " + pv_name_ + " does not exist (while trying to " + what + ")");
+    json pv = std::move(**live);
+    auto change = edit(pv);
+    if (!change.ok()) return change.status();
+    if (!*change) return Status::Ok();
+    MaybeHoldForTest();
+    auto updated = client_.Update(Pvs().Named(pv_name_), pv);
+    if (updated.ok()) return Status::Ok();
+    if (!kube::IsConflict(updated.status())) {
+      return updated.status().WithContext(what + " on PV " + pv_name_);
+    }
+    Progress("conflict while trying to " + what + "; re-reading");
+  }
+  return Aborted("PV " + pv_name_ + " kept changing under us (20 conflicts) while trying to " +
+                 what);
+}
+
+Status PvMover::Run::DeletePvSafely(PvKind expected) {
+  return Wait(
+      [&]() -> StatusOr<bool> {
+        auto live = GetPv();
+        if (!live.ok()) return live.status();
+        if (!*live) return true;
+        const PvKind kind = Classify(*live);
+        if (kind != expected) {
+          return FailedPrecondition(std::string("PV ") + pv_name_ + " is now " + KindName(kind) +
+                                    ", not " + KindName(expected) + "; not deleting it");
+        }
+        const json& pv = **live;
+        if (!Terminating(pv)) {
+          // The safety rule of the whole tool: storage stays because Retain is seen right here,
+          // in the version the DELETE is conditioned on.
+          const std::string policy = Str(pv, kReclaim);
+          if (policy != "Retain") {
+            return FailedPrecondition("refusing to delete PV " + pv_name_ +
+                                      ": its reclaim policy is " + policy + ", not Retain");
+          }
+          if (Str(pv, kPhase) == "Bound") return false;  // wait for the release to show
+          kube::DeleteOptions opts;
+          opts.precondition_uid = UidOf(pv);
+          opts.precondition_resource_version = Str(pv, "/metadata/resourceVersion"_json_pointer);
+          auto deleted = client_.Delete(Pvs().Named(pv_name_), opts);
+          if (!deleted.ok() && !kube::IsNotFound(deleted.status()) &&
+              !kube::IsConflict(deleted.status())) {
+            return deleted.status().WithContext("delete PV " + pv_name_);
+          }
+          return false;  // re-read: gone, terminating, or changed (409)
+        }
+        // Terminating. pv-protection holds a Bound PV only; this one is not Bound, so the
+        // condition is false and the finalizer may go (the controller would remove it too).
+        if (HasFinalizer(pv, kPvProtection) && Str(pv, kPhase) != "Bound") {
+          const std::string uid = UidOf(pv);
+          Status s = EditPv(
+              [&](json& p) -> StatusOr<bool> {
+                if (UidOf(p) != uid || !HasFinalizer(p, kPvProtection) ||
+                    Str(p, kPhase) == "Bound") {
+                  return false;
+                }
+                json kept = json::array();
+                for (const auto& f : p["metadata"]["finalizers"]) {
+                  if (f != kPvProtection) kept.push_back(f);
+                }
+                p["metadata"]["finalizers"] = kept;
+                return true;
+              },
+              "remove the pv-protection finalizer");
+          if (!s.ok() && !kube::IsNotFound(s)) return s;
+        }
+        return false;
+      },
+      "PV " + pv_name_ + " to be deleted");
+}
+
+Status PvMover::Run::CreatePv(const json& object, PvKind expected) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto live = GetPv();
+    if (!live.ok()) return live.status();
+    const PvKind kind = Classify(*live);
+    if (kind == expected) {
+      if (expected == PvKind::kTarget && rec_.new_pv_uid != UidOf(**live)) {
+        rec_.new_pv_uid = UidOf(**live);
+        FLEXCSI_RETURN_IF_ERROR(m_->journal_->Put(rec_));
+      }
+      return Status::Ok();
+    }
+    if (kind != PvKind::kAbsent) {
+      return FailedPrecondition(std::string("PV ") + pv_name_ + " exists and is " + KindName(kind) +
+                                "; not creating");
+    }
+    auto claim = GetClaim();
+    if (!claim.ok()) return claim.status();
+    json pv = StripServerFields(object);
+    pv["spec"]["persistentVolumeReclaimPolicy"] = "Retain";
+    pv["spec"]["claimRef"]["uid"] = UidOf(*claim);
+    pv["spec"]["claimRef"]["namespace"] = ClaimNs();
+    pv["spec"]["claimRef"]["name"] = ClaimName();
+    auto created = client_.Create(Pvs(), pv);
+    if (created.ok()) continue;  // re-read: records the uid
+    if (!kube::IsAlreadyExists(created.status())) {
+      return created.status().WithContext("create PV " + pv_name_);
+    }
+  }
+  return Aborted("PV " + pv_name_ + " kept appearing and disappearing while creating it");
+}
+
+}  // namespace flexcsi::migrate

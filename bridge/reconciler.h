@@ -50,6 +50,8 @@ struct ReconcileReport {
 // finishes records left in-progress or removing, because a done record that looks unmounted while
 // the daemon runs more likely means the bridge lost sight of the host's mounts (a propagation
 // mistake) than that a pod's volume vanished, and unpublishing it would cut a running pod off.
+// Both unstage the bridge's own stagings that no publication uses, whatever their phase: no pod
+// can be cut off by that, and no call will come for them.
 enum class ReconcileScope { kAllRecords, kUnfinishedOnly };
 
 ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope);

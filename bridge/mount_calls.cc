@@ -77,6 +77,22 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOption
   return Status::Ok();
 }
 
+// Unstages a staging no publication uses any more and for which no call will ever come: the
+// bridge's own (kubelet calls only mount and unmount for attach:false drivers). A failure is
+// handed to the reconciler's backoff (repair_backoff.h), which retries it 1 s later, then 2 s,
+// 4 s, ..., rather than at its next periodic pass.
+Status UnstageUnusedStaging(BridgeContext& ctx, const StagingRecord& record,
+                            const Deadline& deadline) {
+  Status unstaged = UnstageVolume(ctx, record, deadline);
+  const std::string key = StagingRepairKey(record.staging_path);
+  if (unstaged.ok()) {
+    ctx.repairs.RecordSuccess(key);
+  } else {
+    ctx.repairs.RecordFailure("staging", key, unstaged.ToString(), RepairBackoff::Clock::now());
+  }
+  return unstaged;
+}
+
 // After a failed publication: the bridge's own staging goes when nothing else uses it.
 void ReleaseUnusedBridgeStaging(BridgeContext& ctx, const std::string& staging_path,
                                 const Deadline& deadline) {
@@ -84,7 +100,7 @@ void ReleaseUnusedBridgeStaging(BridgeContext& ctx, const std::string& staging_p
   if (!record.ok() || !record->has_value() || (*record)->owner != StagingOwner::kBridge) return;
   auto users = ctx.store.CountPublicationsOfStaging(staging_path);
   if (!users.ok() || *users > 0) return;
-  Status unstaged = UnstageVolume(ctx, **record, deadline);
+  Status unstaged = UnstageUnusedStaging(ctx, **record, deadline);
   if (!unstaged.ok()) {
     spdlog::warn("unstaging unused {} failed, the reconciler will retry: {}", staging_path,
                  unstaged.ToString());
@@ -200,7 +216,7 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
   const bool legacy_unmarked = s.owner == StagingOwner::kKubelet && !s.StagedThroughCsi() &&
                                !s.marker && !IsStagingMarker(s.staging_path);
   if (s.owner == StagingOwner::kBridge || legacy_unmarked) {
-    Status unstaged = UnstageVolume(ctx, s, call.deadline);
+    Status unstaged = UnstageUnusedStaging(ctx, s, call.deadline);
     spdlog::info("unmount: last publication of volume={} gone, unstage {} result={}", s.volume_id,
                  s.staging_path, unstaged.ok() ? "unstaged" : unstaged.ToString());
     return unstaged;

@@ -99,23 +99,30 @@ void ReconcileStaging(BridgeContext& ctx, const StagingRecord& stale,
                       ReconcileReport* report) {
   // A no-stage record written before markers existed only carries a publish context; nothing to
   // compare. Every other shape is judged by what it should leave at its path (ExpectsMount).
-  const bool bookkeeping_only = stale.shape == StagingShape::kNoStage && !stale.marker;
-  if (!InScope(scope, stale.phase) || bookkeeping_only) return;
+  // The bridge's own stagings are looked at in every pass, whatever their phase: whether one is
+  // still used is only known under its volume lock.
+  auto bookkeeping_only = [](const StagingRecord& r) {
+    return r.shape == StagingShape::kNoStage && !r.marker;
+  };
+  const bool own = stale.owner == StagingOwner::kBridge;
+  if (!own && (!InScope(scope, stale.phase) || bookkeeping_only(stale))) return;
   const std::string key = StagingRepairKey(stale.staging_path);
   if (!RepairDue(ctx, key, report)) return;
   auto guard = ctx.locks.Lock(VolumeLockKey(stale.csi_driver, stale.volume_id));
   auto current = ctx.store.GetStaging(stale.staging_path);
-  if (!current.ok() || !current->has_value() || !InScope(scope, (*current)->phase)) return;
+  if (!current.ok() || !current->has_value()) return;
   StagingRecord r = **current;
   auto users = ctx.store.CountPublicationsOfStaging(r.staging_path);
   if (!users.ok()) return;
   // The bridge stages a volume itself only for its publications (mount_calls.cc) and unstages it
-  // after the last one. At start-up no call is in flight, so one of its own stagings that no
-  // publication uses was left by a bridge that died between the last unpublish and the unstage,
-  // or between staging and publishing; kubelet will never call anything for it. Mounted or not,
-  // it goes (kubelet's retried mount, if any, stages again).
-  const bool unused_own =
-      r.owner == StagingOwner::kBridge && *users == 0 && scope == ReconcileScope::kAllRecords;
+  // after the last one, all under the volume lock, which this pass now holds. So one of its own
+  // stagings that no publication uses is left over: by a bridge that died between the last
+  // unpublish and the unstage, or between staging and publishing, or by an unstage that failed
+  // (the driver was down) and is retried here with backoff. kubelet will never call anything for
+  // it. Mounted or not, it goes; it is never promoted back to staged (kubelet's next mount, if
+  // any, stages again).
+  const bool unused_own = r.owner == StagingOwner::kBridge && *users == 0;
+  if (!unused_own && (!InScope(scope, r.phase) || bookkeeping_only(r))) return;
   // A record-only staging of the bridge's own (attach:false) has nothing at its path to look
   // at: it is fine while publications use it, whatever the mount table says.
   const bool judged_by_mount = r.ExpectsMount() || r.phase != Phase::kDone;

@@ -8,9 +8,10 @@
 //   publication whose target is NOT mounted           -> NodeUnpublishVolume, record deleted
 //       ("rolled_back"): a half-done publish, or a mount that vanished (node reboot).
 //   CSI staging NOT mounted and used by no publication -> NodeUnstageVolume, record deleted.
-//   the bridge's own staging (attach:false) used by no publication, at start-up, mounted or not
-//       -> NodeUnstageVolume, record deleted: a bridge killed between the last unpublish and the
-//       unstage left it, and no call will ever come for it.
+//   the bridge's own staging (attach:false) used by no publication, in any pass and phase,
+//       mounted or not -> NodeUnstageVolume, record deleted: a bridge killed between the last
+//       unpublish and the unstage, or an unstage that failed, left it, and no call will ever come
+//       for it (a failed unstage of unmount's is retried with the backoff below, from 1 s).
 //   attachment left attaching/detaching               -> ControllerUnpublishVolume, record
 //       deleted; kube-controller-manager retries attach or detach and converges.
 // A repair whose RPC fails leaves the record as it was, to be retried ("failed"): 1 s later, then
@@ -49,6 +50,8 @@ struct ReconcileReport {
 // finishes records left in-progress or removing, because a done record that looks unmounted while
 // the daemon runs more likely means the bridge lost sight of the host's mounts (a propagation
 // mistake) than that a pod's volume vanished, and unpublishing it would cut a running pod off.
+// Both unstage the bridge's own stagings that no publication uses, whatever their phase: no pod
+// can be cut off by that, and no call will come for them.
 enum class ReconcileScope { kAllRecords, kUnfinishedOnly };
 
 ReconcileReport ReconcileWithMountTable(BridgeContext& ctx, ReconcileScope scope);

@@ -6,10 +6,13 @@
 
 #include <dirent.h>
 #include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -147,7 +150,22 @@ TEST_F(InstallDriverTest, ReplacesAnExecutableThatIsRunningRightNow) {
     execl(exe.c_str(), exe.c_str(), "30", static_cast<char*>(nullptr));
     _exit(127);
   }
-  usleep(200 * 1000);
+  // Until the child runs the installed file: only then is it busy text.
+  const std::string child_exe = "/proc/" + std::to_string(child) + "/exe";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto running_it = [&] {
+    struct stat running {}, installed {};
+    return stat(child_exe.c_str(), &running) == 0 && stat(exe.c_str(), &installed) == 0 &&
+           running.st_dev == installed.st_dev && running.st_ino == installed.st_ino;
+  };
+  while (!running_it() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!running_it()) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    FAIL() << "the child never ran " << exe;
+  }
   o.flexexec_source = "/bin/true";
   auto report = InstallDriver(o);
   kill(child, SIGKILL);

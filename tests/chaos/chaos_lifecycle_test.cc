@@ -6,7 +6,8 @@
 // comes back the way a supervisor brings it back (the bridge and the driver are restarted at once,
 // as systemd or a DaemonSet would; a killed flexexec is simply gone), and kubelet retries the
 // failed call with growing backoff. After every life cycle, and at the end for every environment:
-// no mounts, no loop devices, no bridge records and nothing staged or published in csi-loopback.
+// no mounts, no loop devices, no bridge records and nothing staged or published in csi-loopback
+// (once the bridge has finished what a kill left it to finish: LeftAfterLifecycle).
 //
 // Seeded and sized by the environment, so that a failure can be replayed and the long run is a
 // command, not a CI test (bench/README.md, "Chaos life cycles"):
@@ -30,7 +31,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kMiB = 1024 * 1024;
-constexpr int kMaxAttempts = 15;
+// kubelet retries a failed call for as long as it takes; the bound only keeps a call that never
+// succeeds from stalling the run. Generous: a busy machine slows every retry.
+constexpr std::chrono::seconds kRetryBound(120);
 
 int EnvInt(const char* name, int fallback) {
   const char* s = std::getenv(name);
@@ -122,6 +125,28 @@ std::string Leftovers(const TestEnvironment& env) {
   return out;
 }
 
+// What the bridge promises once every call of a life cycle has succeeded: nothing left behind,
+// though not necessarily at that instant. A kill of flexexec leaves the bridge working on its call
+// (kubelet's retry of an unmount then finds the pod dir gone and skips the call: issue 26), and an
+// undo that met the driver down is retried by the bridge with backoff (1 s, 2 s, 4 s, ...). So
+// what is left is waited for, with a generous bound; a real leak never goes. Counts the life
+// cycles that needed the wait in *waited.
+std::string LeftAfterLifecycle(const TestEnvironment& env, int* waited) {
+  auto left = [&] { return env.RecordsVersusMountTable() + Leftovers(env); };
+  std::string now = left();
+  if (now.empty()) return now;
+  ++*waited;
+  const auto give_up = Clock::now() + std::chrono::seconds(90);
+  while (!now.empty() && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    now = left();
+  }
+  if (now.empty()) return now;
+  const nlohmann::json health = env.BridgeHealth();
+  return now + "still there after 90 s; the bridge's failing repairs: " +
+         (health.is_object() ? health.value("failingRepairs", nlohmann::json()).dump() : "?");
+}
+
 TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
   const uint32_t seed = static_cast<uint32_t>(EnvInt("FLEXCSI_CHAOS_SEED", 20261125));
   const int lifecycles = EnvInt("FLEXCSI_CHAOS_LIFECYCLES", 24);
@@ -154,7 +179,7 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
   std::map<std::string, int> kill_points;  // "target@step" -> kills
   std::map<Target, int> kills, failed_calls;
   std::map<std::string, int> driver_rpcs_cut;  // CSI method -> driver kills it was hit by
-  int mid_call_bridge = 0, retries = 0, calls = 0, driver_kills_felt = 0;
+  int mid_call_bridge = 0, retries = 0, calls = 0, driver_kills_felt = 0, waited_for_bridge = 0;
 
   std::vector<size_t> first_pass(worlds.size());
   for (size_t i = 0; i < first_pass.size(); ++i) first_pass[i] = i;
@@ -222,8 +247,9 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
       }
       // kubelet's retry: the same operation again with exponential backoff (from 500 ms in
       // kubelet; shortened here, the bridge must not depend on the delay).
-      int backoff_ms = 50;
-      for (int attempt = 1; !r.success() && attempt < kMaxAttempts; ++attempt) {
+      int backoff_ms = 50, attempts = 1;
+      const auto give_up = Clock::now() + kRetryBound;
+      for (; !r.success() && Clock::now() < give_up; ++attempts) {
         ++retries;
         ++calls;
         std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
@@ -240,12 +266,11 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
         }
         if (felt) ++driver_kills_felt;
       }
-      ASSERT_TRUE(r.success()) << StepName(step) << " still failing after " << kMaxAttempts
-                               << " attempts (" << TargetName(target) << " killed after "
+      ASSERT_TRUE(r.success()) << StepName(step) << " still failing after " << attempts
+                               << " attempts in " << kRetryBound.count() << " s (" << TargetName(target) << " killed after "
                                << delay_ms << " ms): " << r.Describe();
     }
-    ASSERT_EQ("", env.RecordsVersusMountTable());
-    ASSERT_EQ("", Leftovers(env)) << "after the life cycle";
+    ASSERT_EQ("", LeftAfterLifecycle(env, &waited_for_bridge)) << "after the life cycle";
   }
 
   for (World& w : worlds) {
@@ -254,8 +279,10 @@ TEST(ChaosLifecycleTest, KillsAnywhereLeaveNothingBehind) {
     EXPECT_EQ("", Leftovers(*w.env));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  std::printf("chaos: seed %u, %d life cycles in %.1f s, %d calls (%d retries)\n", seed, lifecycles,
-              seconds, calls, retries);
+  std::printf(
+      "chaos: seed %u, %d life cycles in %.1f s, %d calls (%d retries); %d life cycles waited for "
+      "the bridge to finish\n",
+      seed, lifecycles, seconds, calls, retries, waited_for_bridge);
   for (const World& w : worlds) std::printf("  %-46s %d life cycles\n", w.cell->name, w.lifecycles);
   for (Target t : {Target::kBridge, Target::kDriver, Target::kFlexexec}) {
     std::printf(

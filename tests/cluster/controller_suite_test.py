@@ -26,7 +26,6 @@ itself (the request is immutable while the alpha ExpandPersistentVolumes gate is
 controller's own refusal of a grown claim is in tests/controller/old_cluster_test.cc). The tests
 of the CSINode registration are skipped there with their reason.
 """
-import base64
 import datetime
 import json
 import os

@@ -20,7 +20,7 @@ LAYERS = [
 ]
 LAYER = {folder: i for i, folders in enumerate(LAYERS) for folder in folders}
 TEST_ONLY = ("tests", "bench")
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def is_test_file(relpath):
@@ -28,36 +28,10 @@ def is_test_file(relpath):
     return parts[-1].endswith("_test.cc") or "fuzz" in parts[:-1]
 
 
-def violations(repo=REPO):
-    found = []
-    for folder in LAYER:
-        for root, _, files in os.walk(os.path.join(repo, folder)):
-            for name in files:
-                if not name.endswith((".cc", ".h")):
-                    continue
-                path = os.path.join(root, name)
-                rel = os.path.relpath(path, repo)
-                with open(path, errors="replace") as f:
-                    for n, line in enumerate(f, 1):
-                        m = INCLUDE.match(line)
-                        if not m:
-                            continue
-                        target = m.group(1)
-                        if target in TEST_ONLY:
-                            if not is_test_file(rel):
-                                found.append("%s:%d: product code includes %s/" % (rel, n, target))
-                        elif target in LAYER and target != folder and \
-                                LAYER[target] >= LAYER[folder]:
-                            found.append("%s:%d: %s/ includes from %s/, not below it"
-                                         % (rel, n, folder, target))
-    return found
-
-
-def test_only_headers(repo=REPO):
-    """Headers in product folders that only test code includes (a header with its own .cc
-    beside it is the interface of product code, whoever includes it)."""
-    includers = {}
-    for root, dirs, files in os.walk(repo):
+def quoted_includes(repo, top):
+    """(path relative to repo, line number, included path) of every quoted #include in the .cc
+    and .h files under repo/top, build trees and hidden folders left out."""
+    for root, dirs, files in os.walk(os.path.join(repo, top)):
         dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
         for name in files:
             if not name.endswith((".cc", ".h")):
@@ -65,10 +39,32 @@ def test_only_headers(repo=REPO):
             path = os.path.join(root, name)
             rel = os.path.relpath(path, repo)
             with open(path, errors="replace") as f:
-                for line in f:
-                    m = re.match(r'^\s*#\s*include\s+"([^"]+)"', line)
+                for n, line in enumerate(f, 1):
+                    m = QUOTED_INCLUDE.match(line)
                     if m:
-                        includers.setdefault(m.group(1), []).append(rel)
+                        yield rel, n, m.group(1)
+
+
+def violations(repo=REPO):
+    found = []
+    for folder in LAYER:
+        for rel, n, included in quoted_includes(repo, folder):
+            target = included.split("/")[0] if "/" in included else None
+            if target in TEST_ONLY:
+                if not is_test_file(rel):
+                    found.append("%s:%d: product code includes %s/" % (rel, n, target))
+            elif target in LAYER and target != folder and LAYER[target] >= LAYER[folder]:
+                found.append("%s:%d: %s/ includes from %s/, not below it"
+                             % (rel, n, folder, target))
+    return found
+
+
+def test_only_headers(repo=REPO):
+    """Headers in product folders that only test code includes (a header with its own .cc
+    beside it is the interface of product code, whoever includes it)."""
+    includers = {}
+    for rel, _, included in quoted_includes(repo, ""):
+        includers.setdefault(included, []).append(rel)
     found = []
     for header, users in sorted(includers.items()):
         if header.split("/")[0] not in LAYER or not os.path.exists(os.path.join(repo, header)):

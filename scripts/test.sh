@@ -8,4 +8,6 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export BUILD_DIR=${BUILD_DIR:-$repo/build}
 "$repo/scripts/build.sh"
 cd "$BUILD_DIR"
-ctest --output-on-failure --timeout 600 -j "${JOBS:-1}"
+# Two tests at a time: the real-cluster suites spend most of their time waiting on Kubernetes,
+# and every test keeps to its own namespaces, ports and temp dirs (tests/cluster/README.md).
+ctest --output-on-failure --timeout 600 -j "${TEST_JOBS:-2}"

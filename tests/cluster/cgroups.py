@@ -65,7 +65,6 @@ class ClusterCgroups:
             raise RuntimeError("the test cluster needs cgroup v1 hierarchies (pids among them)")
         self.relative = os.path.join(_base(self.hierarchies),
                                      PREFIX + str(owner_pid or os.getpid()))
-        self.created = []  # (mount, directory) made by us, removed deepest first
 
     @property
     def pods_root(self):
@@ -77,15 +76,7 @@ class ClusterCgroups:
     def create(self):
         for mount in self.hierarchies:
             for relative in (self.relative, self.pods_root, os.path.join(self.relative, "procs")):
-                path, missing = self._dir(mount, relative), []
-                probe = path
-                while not os.path.isdir(probe):
-                    missing.append(probe)
-                    probe = os.path.dirname(probe)
-                for directory in reversed(missing):
-                    os.mkdir(directory)
-                    self.created.append((mount, directory))
-                    _copy_cpuset(mount, directory)
+                _make_group(mount, self._dir(mount, relative))
 
     def join(self):
         """Moves this process (and so everything it starts from now on) into the cluster's
@@ -130,8 +121,8 @@ class ClusterCgroups:
             time.sleep(0.05)
 
     def remove(self):
-        """Removes every group below ours (kubelet's and runc's too) and those we made.
-        Returns the directories that could not be removed."""
+        """Removes every group below ours (kubelet's and runc's too), ours, and the empty ones
+        above it. Returns the directories of ours that could not be removed."""
         left = []
         for mount in self.hierarchies:
             top = self._dir(mount, self.relative)
@@ -148,14 +139,54 @@ class ClusterCgroups:
                         time.sleep(0.1)
                 else:
                     left.append(directory)
-        for mount, directory in reversed(self.created):
-            try:
-                os.rmdir(directory)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                left.append(directory)
+        # The groups above ours (<base> in the hierarchies where the harness is at the root) are
+        # shared with any other cluster running beside this one, whichever of them made them:
+        # each harness removes them when empty, and one still holding another cluster's group
+        # is that cluster's, not a leak of ours.
+        for mount in self.hierarchies:
+            for directory in _ancestors_to_base(self._dir(mount, self.relative), mount,
+                                                self._dir(mount, self.hierarchies[mount])):
+                try:
+                    os.rmdir(directory)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    break
         return left
+
+
+def _make_group(mount, path):
+    """mkdir -p for a cgroup, when another cluster's harness may be making or removing the
+    same empty groups above it at the same moment."""
+    for _ in range(20):
+        missing, probe = [], path
+        while not os.path.isdir(probe):
+            missing.append(probe)
+            probe = os.path.dirname(probe)
+        try:
+            for directory in reversed(missing):
+                try:
+                    os.mkdir(directory)
+                except FileExistsError:
+                    continue
+                _copy_cpuset(mount, directory)
+            return
+        except FileNotFoundError:
+            continue  # a parent was removed under us: walk again
+    raise RuntimeError("could not create cgroup " + path)
+
+
+def _ancestors_to_base(group, mount, own):
+    """The directories between `group` and the hierarchy's root, deepest first, stopping at
+    `own` (the group the harness itself started in, which is not ours to remove)."""
+    out = []
+    directory = os.path.dirname(group)
+    while directory != mount and directory.startswith(mount + "/"):
+        if directory == own:
+            break
+        out.append(directory)
+        directory = os.path.dirname(directory)
+    return out
 
 
 def stale_owners():

@@ -54,6 +54,8 @@ SERVICE_RANGE = "198.51.100.0/24"
 SERVICE_IP = "198.51.100.1"
 CNI_BIN = "/usr/lib/cni"  # Debian's containernetworking-plugins
 
+DEVICE_PLUGINS_DIR = "/var/lib/kubelet/device-plugins"
+RUN_CONTAINERD = "/run/containerd"
 PR_SET_CHILD_SUBREAPER = 36
 KEPT_MARKER = ".kept"  # a --keep dir: the next harness's sweep leaves its files for reading
 
@@ -114,8 +116,9 @@ class Process:
 class Cluster:
     """host_paths: absolute paths the node uses as a real node would (KUBEADM_PATHS' values for
     kubelet's root and plugin dirs, and the hostPath folders of the pods a suite runs). Each is
-    a folder under the temp dir bind-mounted at that path in our namespace only; a path the host
-    lacks is created for the mount and removed at teardown.
+    a folder under the temp dir bind-mounted at that path in our namespace only; each path's
+    top-level folder (and /run) is overlaid in our namespace, so a path the host lacks is made
+    there and the host is never written: clusters can run side by side.
 
     pod_network: pods that are not hostNetwork get an address on a CNI bridge, and reach the API
     server at the `kubernetes` Service's address; needs a private network namespace.
@@ -143,17 +146,19 @@ class Cluster:
         # where containerd (pods' network namespaces) and the CNI plugins keep their files
         # kubelet writes containers' logs under /var/log whatever its root dir; containerd (pods'
         # network namespaces) and the CNI plugins use fixed paths too.
+        # kubelet keeps its device-plugin socket at a fixed path whatever its root dir: private,
+        # so that clusters side by side do not remove each other's (and the host keeps none)
         self.host_paths = (list(host_paths) + ["/var/log/pods", "/var/log/containers"]
-                           + (["/run/netns", "/var/lib/cni"] if pod_network else []))
+                           + (["/run/netns", "/var/lib/cni"] if pod_network else [])
+                           + [DEVICE_PLUGINS_DIR])
         for attr, path in node_paths.items():
             if path in self.host_paths:
                 setattr(self, attr, path)
-        self.created_host_dirs = []  # made on the host for a bind mount; removed at teardown
+        self.overlays = []  # top-level folders overlaid in our namespace (namespace.py)
         self.containerd_socket = os.path.join(self.dir, "containerd", "containerd.sock")
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
         self.procs = {}
         self.cgroups = None
-        self.created_run_containerd = False
         self.timings = {}
 
     # ----- life cycle -------------------------------------------------------------------
@@ -181,8 +186,8 @@ class Cluster:
         become_subreaper()
         # every kubectl a suite runs, ours included, talks to this cluster's version
         os.environ.update(self.version.kubectl_env)
+        self._private_host_paths()  # first: its overlays would hide mounts made before them
         self._private_files()
-        self._private_host_paths()
         if self.pod_network:
             self._private_network()
         self.cgroups = cgroups.ClusterCgroups()
@@ -222,21 +227,11 @@ class Cluster:
             reap_orphans()
             self.cgroups.leave()
         left += namespace.unmount_below(self.dir)
-        for target in (["/run/containerd", "/etc/hosts"] + self.host_paths
+        for target in ([RUN_CONTAINERD, "/etc/hosts"] + self.host_paths
                        + ["/proc/sys/" + k for k in KUBELET_SYSCTLS]):
             left += namespace.unmount_below(target)
-        for created in reversed(self.created_host_dirs):
-            try:
-                os.rmdir(created)
-            except OSError:
-                left.append("directory " + created)
-        self.created_host_dirs = []
-        if self.created_run_containerd:
-            try:
-                os.rmdir("/run/containerd")
-            except OSError:
-                left.append("directory /run/containerd")
-            self.created_run_containerd = False
+        left += namespace.remove_overlays(self.overlays, self.dir)
+        self.overlays = []
         left += namespace.detach_loop_devices_below(self.dir + "/")
         # A pod's loop devices name their files by the pod's path, not ours.
         left += namespace.detach_loop_devices_of_files_below(os.path.join(self.dir, "host"))
@@ -313,16 +308,11 @@ class Cluster:
             subprocess.run(["ip", "addr", "add", address + "/32", "dev", "lo"], check=True)
 
     def _private_host_paths(self):
-        for path in self.host_paths:
+        self.overlays = namespace.overlay_top_dirs(self.host_paths + [RUN_CONTAINERD], self.dir)
+        for path in sorted(self.host_paths, key=lambda p: p.count("/")):  # outer ones first
             backing = os.path.join(self.dir, "host", path.lstrip("/"))
             os.makedirs(backing, exist_ok=True)
-            missing = []
-            parent = path
-            while not os.path.exists(parent):
-                missing.append(parent)
-                parent = os.path.dirname(parent)
-            os.makedirs(path, exist_ok=True)
-            self.created_host_dirs += reversed(missing)  # outermost first; removed in reverse
+            os.makedirs(path, exist_ok=True)  # in our overlay (or in one of ours bound before)
             namespace.bind(backing, path)
 
     def _pki(self):
@@ -435,10 +425,7 @@ class Cluster:
         base = os.path.dirname(self.containerd_socket)
         # containerd-shim's sockets live under /run/containerd whatever the config says; a
         # tmpfs there keeps them (and everything else of ours) off the host.
-        if not os.path.isdir("/run/containerd"):
-            os.makedirs("/run/containerd")
-            self.created_run_containerd = True
-        namespace.mount_tmpfs("/run/containerd")
+        namespace.mount_tmpfs(RUN_CONTAINERD, create=True)  # in our overlay of /run
         cni = os.path.join(base, "cni")
         os.makedirs(os.path.join(cni, "bin"), exist_ok=True)
         if self.pod_network:

@@ -1,6 +1,7 @@
 """flexcsi's Debian package installed on the test cluster's node as docs/operations.md ("Install
 on hosts") has an operator do it, without touching this machine: `dpkg -i` writes into overlays
-over /usr and /var/lib/dpkg that exist only in the suite's private mount namespace (the
+over /usr and /var/lib/dpkg that exist only in the suite's private mount namespace (the cluster's
+own overlays of /usr and /var where it has them) (the
 configuration dir /etc/flexcsi and the state dirs are the cluster's private host paths), and the
 package's systemd units are started the way systemd would start them: their ExecStartPre and
 ExecStart lines, run as children of the suite, in the cluster's cgroup.
@@ -30,6 +31,8 @@ class HostPackage:
     def install(self):
         """`apt install ./flexcsi_*.deb`, into the namespace's overlays."""
         for target in OVERLAID:
+            if any(target == top or target.startswith(top + "/") for top in self.cluster.overlays):
+                continue  # the cluster's own overlay (namespace.overlay_top_dirs) takes the writes
             layer = os.path.join(self.dir, target.strip("/").replace("/", "-"))
             upper, work = layer + "/upper", layer + "/work"
             os.makedirs(upper, exist_ok=True)

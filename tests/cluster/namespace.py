@@ -68,6 +68,35 @@ def mount_tmpfs(target, create=False):
     _mount("-t", "tmpfs", "-o", "mode=0755", "tmpfs", target)
 
 
+def overlay_top_dirs(paths, scratch):
+    """Puts an overlay over the top-level folder (/usr, /var, /run, ...) of each of `paths`, in
+    this mount namespace alone, with its writes under `scratch`; returns the mount points. Then
+    the folders a cluster needs at a node's paths can be made there without ever writing the
+    host, so clusters side by side (and a harness killed with -9) leave the host as it was. It
+    has to happen before anything is mounted below those folders: an overlay shows its lower
+    folder without the mounts under it."""
+    tops = sorted({"/" + p.strip("/").split("/")[0] for p in paths} - {"/"})
+    for i, top in enumerate(tops):
+        layer = os.path.join(scratch, "overlay-%d" % i)
+        upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
+        os.makedirs(upper)
+        os.makedirs(work)
+        _mount("-t", "overlay", "overlay", "-o",
+               "lowerdir=%s,upperdir=%s,workdir=%s" % (top, upper, work), top)
+    return tops
+
+
+def remove_overlays(tops, scratch):
+    """Takes away the overlays overlay_top_dirs made (everything mounted below them must be gone
+    already); returns those that stayed."""
+    for top in tops:
+        if subprocess.run(["umount", top], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", top], capture_output=True)
+    with open("/proc/self/mountinfo") as f:
+        ours = [_unescape(line.split()[4]) for line in f if " overlay " in line and scratch in line]
+    return ["overlay " + m for m in ours if m in tops]
+
+
 def _unescape(field):
     out, i = [], 0
     while i < len(field):

@@ -208,8 +208,15 @@ void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out
   PrintTable({"PV", "CLAIM", "CSI DRIVER", "RESULT", "STEP", "MESSAGE"}, rows, out);
   std::string summary;
   for (const auto& [k, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + k;
-  out << "\n" << PvCount(results.size()) << ": " << (summary.empty() ? "nothing to do" : summary)
-      << ".\n";
+  // StorageClasses share the report under "storageclass/<name>" (storage_class_mover.h).
+  const size_t classes = std::count_if(results.begin(), results.end(), [](const MoveResult& r) {
+    return r.pv_name.rfind("storageclass/", 0) == 0;
+  });
+  out << "\n" << PvCount(results.size() - classes);
+  if (classes > 0) {
+    out << ", " << classes << (classes == 1 ? " StorageClass" : " StorageClasses");
+  }
+  out << ": " << (summary.empty() ? "nothing to do" : summary) << ".\n";
   for (const auto& r : results) {
     for (const auto& a : r.actions) out << "  " << r.pv_name << ": would " << a << "\n";
   }

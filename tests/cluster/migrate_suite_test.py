@@ -103,14 +103,15 @@ def migrate(*args, crash_after=None, journal, timeout=300):
         capture_output=True, text=True, env=env, timeout=timeout * 4 + 100)
 
 
-def leftovers():
-    """`flexcsi migrate plan --leftovers -o json`: (exit code, items)."""
+def leftovers(output="json"):
+    """`flexcsi migrate plan --leftovers`: (exit code, items), or (exit code, table)."""
     done = subprocess.run(
-        [PLUGINS.flexcsi_bin, "migrate", "plan", "--leftovers", "--rules", RULES, "-o", "json",
+        [PLUGINS.flexcsi_bin, "migrate", "plan", "--leftovers", "--rules", RULES, "-o", output,
          "--kubeconfig", clustertest.CLUSTER.kubeconfig],
         capture_output=True, text=True, timeout=120)
-    items = json.loads(done.stdout)["items"] if done.stdout.strip() else done.stderr
-    return done.returncode, items
+    if output != "json" or not done.stdout.strip():
+        return done.returncode, done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)["items"]
 
 
 # What a StorageClass swap must keep (and rollback restore) exactly.
@@ -219,6 +220,7 @@ class MigrateSuite(unittest.TestCase):
 
         code, items = leftovers()
         self.assertEqual(code, 3, items)
+        print("\n" + leftovers("table")[1], flush=True)
         kinds = {(i["kind"], i["name"]) for i in items}
         for expected in (("PersistentVolume", pv_name), ("StorageClass", flex_class),
                          ("StorageClass", ebs_class)):
@@ -254,6 +256,13 @@ class MigrateSuite(unittest.TestCase):
             self.assertEqual(pvs_of_claim(ns, "during"), [])
             self.assertEqual(get("pvc", "during", ns)["status"].get("phase"), "Pending")
             time.sleep(1)
+        failed = [e["message"] for e in c.kubectl_json(
+            "get", "events", "-n", ns, "--field-selector",
+            "involvedObject.name=during,reason=ProvisioningFailed")["items"]
+            if e.get("source", {}).get("component") == "persistentvolume-controller"]
+        self.assertTrue(any("not found" in m for m in failed), failed)
+        print("claim created while %s was absent: Pending, %s" % (flex_class, failed[0]),
+              flush=True)
         resumed = migrate("apply", "--all", journal=journal)
         self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
         for sc_name, original in originals.items():
@@ -286,6 +295,7 @@ class MigrateSuite(unittest.TestCase):
         self.assertIn("csi", get("pv", pv_name)["spec"])
         self.assertEqual(exec_in(ns, after_pod, "sha256sum", "/data/payload").split()[0], checksum)
         wait_for("--leftovers to find nothing", lambda: leftovers()[0] == 0, 90)
+        print(leftovers("table")[1], flush=True)
 
         rolled = migrate("rollback", "--all", "--scale-down", journal=journal)
         self.assertEqual(rolled.returncode, 0, rolled.stdout + rolled.stderr)

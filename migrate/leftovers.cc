@@ -58,11 +58,14 @@ std::vector<std::string> InstallDriverContainers(const json& pod_spec) {
   return out;
 }
 
-// Unique volume names kubelet reports for FlexVolume ("flexvolume-vendor/name/...") and in-tree
-// plugins ("kubernetes.io/aws-ebs/..."); CSI volumes are "kubernetes.io/csi/...".
+// Unique volume names kubelet and the attach/detach controller report: "<plugin>/<volume>".
+// Every in-tree plugin is named kubernetes.io/<x> (CSI: kubernetes.io/csi/<driver>^<handle>);
+// a FlexVolume plugin is named by its bare driver, "vendor/name" (seen on 1.24:
+// "flexcsi/default/pvc-..."), so anything outside kubernetes.io/ is FlexVolume.
 bool FlexOrInTreeVolumeName(const std::string& name,
                             const std::vector<std::pair<std::string, std::string>>& plugins) {
-  if (name.rfind("flexvolume-", 0) == 0) return true;
+  if (name.empty()) return false;
+  if (name.rfind("kubernetes.io/", 0) != 0) return true;
   for (const auto& [in_tree, csi] : plugins) {
     if (name.rfind(in_tree + "/", 0) == 0) return true;
   }

@@ -10,8 +10,10 @@
 //   <workload>/Pod     an inline in-tree or flexVolume volume in a pod template or a bare pod
 //   VolumeAttachment   of a PV above, or of an inline in-tree volume attached through CSI
 //                      migration (spec.source.inlineVolumeSpec)
-//   Node               kubelet reports a FlexVolume or in-tree volume in status.volumesInUse or
-//                      status.volumesAttached (it would lose it with the executable)
+//   Node               status.volumesInUse or status.volumesAttached names a FlexVolume volume
+//                      ("vendor/driver/...": every name outside kubernetes.io/) or one of an
+//                      in-tree plugin (kubernetes.io/aws-ebs/...): it would break without the
+//                      executable
 //   DaemonSet          a container runs `flexcsi install-driver` (the flexcsi-node DaemonSet's
 //                      step that installs the FlexVolume executable), with the nodes its pods
 //                      run on.

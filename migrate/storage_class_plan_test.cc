@@ -165,7 +165,7 @@ TEST(LeftoversTest, ListsEveryKindWithWhatToDoAndNothingOnceClean) {
   objects.nodes.push_back(
       {{"metadata", {{"name", "n1"}}},
        {"status",
-        {{"volumesInUse", {"flexvolume-acme/lvm/pv-1", "kubernetes.io/csi/x^y"}}}}});
+        {{"volumesInUse", {"acme/lvm/pv-1", "kubernetes.io/csi/x^y"}}}}});
   json ds = {{"metadata", {{"namespace", "flexcsi"}, {"name", "flexcsi-node"}}},
              {"spec",
               {{"template",

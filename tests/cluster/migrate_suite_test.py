@@ -218,8 +218,10 @@ class MigrateSuite(unittest.TestCase):
                          120)
         checksum = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
 
-        code, items = leftovers()
-        self.assertEqual(code, 3, items)
+        # kubelet reports the attached FlexVolume in the node's status at its next update
+        items = wait_for("--leftovers to see the node use the FlexVolume", lambda: next(
+            (items for code, items in [leftovers()] if code == 3
+             and ("Node", c.node_name) in {(i["kind"], i["name"]) for i in items}), None), 60)
         print("\n" + leftovers("table")[1], flush=True)
         kinds = {(i["kind"], i["name"]) for i in items}
         for expected in (("PersistentVolume", pv_name), ("StorageClass", flex_class),
@@ -305,7 +307,11 @@ class MigrateSuite(unittest.TestCase):
         back = wait_for("the Deployment's pod on FlexVolume again",
                         lambda: running_pod(ns, "app=" + name), 180)
         self.assertEqual(exec_in(ns, back, "sha256sum", "/data/payload").split()[0], checksum)
-        self.assertEqual(leftovers()[0], 3)
+        code, items = leftovers()
+        self.assertEqual(code, 3, items)
+        self.assertTrue({("PersistentVolume", pv_name), ("StorageClass", flex_class),
+                         ("StorageClass", ebs_class)} <= {(i["kind"], i["name"]) for i in items},
+                        items)
         # The classes go (a default class would catch later tests' claims); csi-provisioner too.
         provisioner.stop()
         c.kubectl("delete", "storageclass", flex_class, ebs_class)

@@ -114,7 +114,8 @@ json PlanToJson(const Plan& plan) {
             {"canMove", movable},
             {"cannotMove", plan.volumes.size() - movable},
             {"byVerdict", by_verdict},
-            {"inlineVolumes", plan.inline_volumes.size()}}}};
+            {"inlineVolumes", plan.inline_volumes.size()},
+            {"storageClasses", plan.storage_classes.size()}}}};
 }
 
 void PrintPlanTable(const Plan& plan, std::ostream& out) {

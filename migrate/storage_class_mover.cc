@@ -135,7 +135,9 @@ MoveResult StorageClassMover::Swap(StorageClassRecord record, bool rollback) {
   record.state = RecordState::kInProgress;
   auto fail = [&](const std::string& step, const std::string& message) {
     record.last_error = message;
-    (void)journal_->PutStorageClass(record);  // best effort: the message is in the report too
+    // Best effort (the message is in the report too); a class nothing was announced for yet
+    // gets no row, so a failed read leaves no unfinished swap behind.
+    if (!record.step.empty()) (void)journal_->PutStorageClass(record);
     return Result(name, Outcome::kFailed, step, message, driver);
   };
   auto announce = [&](const std::string& step) -> Status {

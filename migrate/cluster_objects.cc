@@ -82,7 +82,17 @@ StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std:
   FLEXCSI_RETURN_IF_ERROR(
       ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"), true, &o.csinodes));
   FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client, ns, &o.hpas));
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "storageclasses"),
+                                   true, &o.storageclasses));
   return o;
+}
+
+Status ListLeftoverObjects(kube::KubeClient& client, ClusterObjects* o) {
+  using kube::ResourcePath;
+  FLEXCSI_RETURN_IF_ERROR(ListInto(
+      client, ResourcePath::Group("storage.k8s.io/v1", "volumeattachments"), true,
+      &o->volumeattachments));
+  return ListInto(client, ResourcePath::Core("nodes"), false, &o->nodes);
 }
 
 Status ListHorizontalPodAutoscalers(kube::KubeClient& client, const std::string& ns,

@@ -27,6 +27,10 @@ struct ClusterObjects {
   std::vector<nlohmann::json> csidrivers;
   std::vector<nlohmann::json> csinodes;
   std::vector<nlohmann::json> hpas;  // HorizontalPodAutoscalers (autoscaling/v2, else v1)
+  std::vector<nlohmann::json> storageclasses;
+  // Read only by the leftovers check (ListLeftoverObjects): cluster-wide, never by plan/apply.
+  std::vector<nlohmann::json> volumeattachments;
+  std::vector<nlohmann::json> nodes;
 };
 
 // Lists everything `plan` needs. Namespaced kinds are listed in `namespace_` only when it is
@@ -34,6 +38,9 @@ struct ClusterObjects {
 // collection, e.g. batch/v1 on a stripped-down API server) are left empty.
 StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client,
                                             const std::string& namespace_);
+
+// The leftovers check also needs VolumeAttachments and Nodes (leftovers.h).
+Status ListLeftoverObjects(kube::KubeClient& client, ClusterObjects* objects);
 
 // HorizontalPodAutoscalers in `namespace_` (all when empty) into `out`: autoscaling/v2, else
 // autoscaling/v1 on servers older than v1.23; none where neither is served. Both versions carry

@@ -43,6 +43,16 @@ constexpr const char* kSchemaV3 = R"sql(
 ALTER TABLE workload_groups ADD COLUMN direction TEXT NOT NULL DEFAULT 'apply';
 )sql";
 
+// v4: StorageClasses replaced by their CSI twins.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE IF NOT EXISTS storage_classes(
+  name TEXT PRIMARY KEY, direction TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
+  original TEXT NOT NULL, twin TEXT NOT NULL, last_error TEXT NOT NULL, updated_at INTEGER NOT NULL);
+)sql";
+
+constexpr const char* kClassColumns =
+    "name, direction, step, state, original, twin, last_error, updated_at";
+
 constexpr const char* kColumns =
     "pv_name, direction, step, state, original_pv, original_pvc, target_pv, "
     "original_reclaim_policy, release_uid, new_pv_uid, workloads, workloads_recorded, "
@@ -123,6 +133,23 @@ StatusOr<MigrationRecord> ReadRow(const SqliteStatement& s) {
   r.last_error = s.Text(12);
   r.updated_at = s.Int(13);
   r.workload_group = s.Text(14);
+  return r;
+}
+
+StatusOr<StorageClassRecord> ReadClassRow(const SqliteStatement& s) {
+  StorageClassRecord r;
+  r.name = s.Text(0);
+  r.direction = s.Text(1);
+  r.step = s.Text(2);
+  r.state = StateFromName(s.Text(3));
+  auto original = ParseStored(s.Text(4), "storage_classes.original");
+  if (!original.ok()) return original.status();
+  auto twin = ParseStored(s.Text(5), "storage_classes.twin");
+  if (!twin.ok()) return twin.status();
+  r.original = *original;
+  r.twin = *twin;
+  r.last_error = s.Text(6);
+  r.updated_at = s.Int(7);
   return r;
 }
 
@@ -229,7 +256,7 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const
                                                                            int lock_fd) {
   // The journal holds cluster objects: 0600, like its directory.
   auto db = SqliteDatabase::Open(dir + "/journal.db", "migration journal",
-                                 {kSchemaV1, kSchemaV2, kSchemaV3}, 0600);
+                                 {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4}, 0600);
   if (!db.ok()) {
     if (lock_fd >= 0) ::close(lock_fd);
     return db.status();
@@ -340,6 +367,52 @@ StatusOr<std::vector<WorkloadGroupRecord>> MigrationJournal::ListGroups() {
     out.push_back(std::move(*g));
   }
   if (rc != SQLITE_DONE) return db_->Error("list workload groups");
+  return out;
+}
+
+Status MigrationJournal::PutStorageClass(const StorageClassRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  return db_->InTransaction([&]() -> Status {
+    SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO storage_classes(") +
+                                  kClassColumns + ") VALUES(?,?,?,?,?,?,?,?)");
+    put.Bind(r.name).Bind(r.direction).Bind(r.step).Bind(std::string(RecordStateName(r.state)));
+    put.Bind(r.original.dump()).Bind(r.twin.dump()).Bind(r.last_error).Bind(now);
+    FLEXCSI_RETURN_IF_ERROR(put.Run("write storage class " + r.name));
+    SqliteStatement hist(*db_, "INSERT INTO history(pv_name, direction, step, at) VALUES(?,?,?,?)");
+    hist.Bind("storageclass:" + r.name).Bind(r.direction).Bind(r.step).Bind(now);
+    return hist.Run("write history for storage class " + r.name);
+  });
+}
+
+StatusOr<std::optional<StorageClassRecord>> MigrationJournal::GetStorageClass(
+    const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SqliteStatement s(*db_,
+                    std::string("SELECT ") + kClassColumns + " FROM storage_classes WHERE name=?");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  s.Bind(name);
+  const int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<StorageClassRecord>();
+  if (rc != SQLITE_ROW) return db_->Error("read storage class " + name);
+  auto r = ReadClassRow(s);
+  if (!r.ok()) return r.status();
+  return std::optional<StorageClassRecord>(std::move(*r));
+}
+
+StatusOr<std::vector<StorageClassRecord>> MigrationJournal::ListStorageClasses() {
+  std::lock_guard<std::mutex> lock(mu_);
+  SqliteStatement s(*db_,
+                    std::string("SELECT ") + kClassColumns + " FROM storage_classes ORDER BY name");
+  FLEXCSI_RETURN_IF_ERROR(s.prepared());
+  std::vector<StorageClassRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    auto r = ReadClassRow(s);
+    if (!r.ok()) return r.status();
+    out.push_back(std::move(*r));
+  }
+  if (rc != SQLITE_DONE) return db_->Error("list storage classes");
   return out;
 }
 

@@ -95,6 +95,20 @@ struct WorkloadGroupRecord {
 };
 const std::vector<std::string>& WorkloadGroupSteps();
 
+// One StorageClass replaced by its CSI twin under the same name (storage_class_mover.h). Both
+// objects are kept from the first step on, so a run killed between the delete and the create
+// re-creates the right one, and rollback restores the original exactly.
+struct StorageClassRecord {
+  std::string name;
+  std::string direction = "apply";  // of the run that last wrote it: apply or rollback
+  std::string step;                 // sc-deleting, sc-creating, sc-done
+  RecordState state = RecordState::kInProgress;
+  nlohmann::json original;  // as read before the first write, server fields stripped
+  nlohmann::json twin;      // the CSI twin, ready to create
+  std::string last_error;
+  int64_t updated_at = 0;
+};
+
 class MigrationJournal {
  public:
   // Creates DIR (0700) when missing, takes the run lock and opens DIR/journal.db.
@@ -121,6 +135,11 @@ class MigrationJournal {
   Status PutGroup(const WorkloadGroupRecord& group);
   StatusOr<std::optional<WorkloadGroupRecord>> GetGroup(const std::string& id);
   StatusOr<std::vector<WorkloadGroupRecord>> ListGroups();
+
+  // StorageClasses: durable before return, like Put; history under the name "storageclass:<name>".
+  Status PutStorageClass(const StorageClassRecord& record);
+  StatusOr<std::optional<StorageClassRecord>> GetStorageClass(const std::string& name);
+  StatusOr<std::vector<StorageClassRecord>> ListStorageClasses();
 
   // Safe from any number of threads: every call takes the journal's mutex (one SQLite
   // connection, one writer), and each Put is its own transaction.

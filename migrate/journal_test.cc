@@ -260,5 +260,46 @@ INSERT INTO workload_groups VALUES('StatefulSet ns/web', 'group-moving', '[]', '
   EXPECT_EQ((*got)->step, "group-moving");
 }
 
+// A StorageClass row keeps the original and the twin across a reopen (a run killed between the
+// delete and the create re-creates from them), with its steps in the history.
+TEST_F(JournalTest, StorageClassRowKeepsOriginalAndTwinAcrossReopen) {
+  const nlohmann::json original = {{"metadata", {{"name", "fast"}, {"labels", {{"a", "b"}}}}},
+                                   {"provisioner", "kubernetes.io/aws-ebs"},
+                                   {"mountOptions", {"noatime"}}};
+  nlohmann::json twin = original;
+  twin["provisioner"] = "ebs.csi.aws.com";
+  {
+    auto j = MigrationJournal::Open(dir_);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    StorageClassRecord r;
+    r.name = "fast";
+    r.step = "sc-deleting";
+    r.original = original;
+    r.twin = twin;
+    ASSERT_TRUE((*j)->PutStorageClass(r).ok());
+    r.step = "sc-creating";
+    ASSERT_TRUE((*j)->PutStorageClass(r).ok());
+  }
+  auto j = MigrationJournal::Open(dir_);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto got = (*j)->GetStorageClass("fast");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_EQ((*got)->step, "sc-creating");
+  EXPECT_EQ((*got)->state, RecordState::kInProgress);
+  EXPECT_EQ((*got)->original, original);
+  EXPECT_EQ((*got)->twin, twin);
+  auto missing = (*j)->GetStorageClass("other");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  auto history = (*j)->History("storageclass:fast");
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_EQ((*history)[0].step, "sc-deleting");
+  auto list = (*j)->ListStorageClasses();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);
+  EXPECT_TRUE((*j)->List()->empty());  // no PV rows from it
+}
+
 }  // namespace
 }  // namespace flexcsi::migrate

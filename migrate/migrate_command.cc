@@ -15,12 +15,15 @@
 #include "migrate/cluster_objects.h"
 #include "migrate/cluster_support.h"
 #include "migrate/journal.h"
+#include "migrate/leftovers.h"
 #include "migrate/parallel_mover.h"
 #include "migrate/planner.h"
 #include "migrate/progress_board.h"
 #include "migrate/pv_mover.h"
 #include "migrate/report.h"
 #include "migrate/rollback_selection.h"
+#include "migrate/storage_class_mover.h"
+#include "migrate/storage_class_selection.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
 
@@ -31,12 +34,15 @@ constexpr const char* kUsage =
     "usage: flexcsi migrate COMMAND [flags]   (also: kubectl flexcsi migrate ...)\n"
     "\n"
     "commands:\n"
-    "  plan      list every in-tree and FlexVolume PV, what it becomes, and whether it can move\n"
-    "  apply     move PVs to their CSI twins (--pv NAME... | --all), journaled and resumable\n"
-    "  rollback  restore the original PVs, bindings and replicas (--pv NAME... | --all)\n"
+    "  plan      list every in-tree and FlexVolume PV and StorageClass, what it becomes, and\n"
+    "            whether it can move; --leftovers: what still ties the cluster to them\n"
+    "  apply     move PVs and StorageClasses to their CSI twins (--pv NAME... |\n"
+    "            --storage-class NAME... | --all), journaled and resumable\n"
+    "  rollback  restore the original PVs, bindings, replicas and StorageClasses\n"
     "  status    show the journal\n"
     "\n"
-    "Exit status: 0 all movable/moved, 3 some refused, 1 failed, 2 usage error.\n";
+    "Exit status: 0 all movable/moved (--leftovers: none left), 3 some refused (--leftovers:\n"
+    "some left), 1 failed, 2 usage error.\n";
 
 struct CommonFlags {
   kube::ConfigFlags kube;
@@ -96,6 +102,10 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--rules", f.rules, "FlexVolume rules file (as for flexcsi translate)");
   app.add_option("-o,--output", f.output, "table, json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
+  bool leftovers = false;
+  app.add_flag("--leftovers", leftovers,
+               "list what still ties the cluster to FlexVolume or in-tree plugins, with what to "
+               "do; exit 3 while anything is left (the check before uninstall-driver)");
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
 
   auto translator = MakeTranslator(f.rules);
@@ -105,6 +115,20 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   auto objects = ListClusterObjects(**client, f.kube.namespace_);
   if (!objects.ok()) return Error(err, "plan", objects.status());
   const Plan plan = BuildPlan(*objects, *translator, PlanOptions{f.kube.namespace_});
+  if (leftovers) {
+    // Nodes are cluster-wide: a namespace-limited check leaves them out.
+    if (Status s = ListLeftoverObjects(**client, &*objects); !s.ok()) return Error(err, "plan", s);
+    if (!f.kube.namespace_.empty()) objects->nodes.clear();
+    const auto found = FindLeftovers(*objects, plan, *translator);
+    if (f.output == "json") {
+      out << LeftoversToJson(found).dump(2) << "\n";
+    } else if (f.output == "yaml") {
+      out << JsonToYaml(LeftoversToJson(found));
+    } else {
+      PrintLeftoversTable(found, out);
+    }
+    return found.empty() ? kExitOk : kExitRefused;
+  }
   if (auto server = kube::GetServerVersion(**client); server.ok()) {
     if (Status mountable = CheckCsiPvsMountable(*server); !mountable.ok()) {
       err << "flexcsi migrate plan: note: apply will refuse: " << mountable.message() << "\n";
@@ -119,6 +143,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   for (const auto& v : plan.volumes) {
     if (v.verdict != Verdict::kCanMove) return kExitRefused;
+  }
+  for (const auto& c : plan.storage_classes) {
+    if (!c.refusal.empty()) return kExitRefused;
   }
   return kExitOk;
 }
@@ -147,10 +174,13 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   bool all = false, scale_down = false, dry_run = false, yes = false;
   double timeout_seconds = 300;
   int parallel = kDefaultParallel;
+  std::vector<std::string> classes;
   app.add_option("--pv", pvs, "PV name (repeatable)");
-  app.add_flag(
-      "--all", all,
-      rollback ? "every PV in the journal" : "every PV the plan lists, and unfinished ones");
+  app.add_option("--storage-class", classes, "StorageClass name (repeatable)");
+  app.add_flag("--all", all,
+               rollback ? "every PV and StorageClass in the journal"
+                        : "every PV and StorageClass the plan lists, and unfinished ones "
+                          "(with -n: the namespace's PVs, no StorageClass)");
   app.add_option("--journal", f.journal, "journal directory (default " + DefaultJournalDir() + ")");
   app.add_flag("--yes,-y", yes, "do not ask for confirmation");
   app.add_option("--timeout", timeout_seconds,
@@ -169,8 +199,9 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     app.add_flag("--dry-run", dry_run, "send every write with dryRun=All; journal nothing");
   }
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
-  if (all == !pvs.empty()) {
-    err << "flexcsi migrate " << name << ": give either --pv NAME... or --all\n";
+  if (all == !(pvs.empty() && classes.empty())) {
+    err << "flexcsi migrate " << name
+        << ": give either --pv NAME... and/or --storage-class NAME..., or --all\n";
     return kExitUsage;
   }
   if (f.journal.empty()) f.journal = DefaultJournalDir();
@@ -200,7 +231,15 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   std::vector<std::string> names;
   std::vector<MoveResult> results;
   std::vector<MoveUnit> units;
-  if (rollback) {
+  StorageClassSelectionRequest class_request;
+  class_request.rollback = rollback;
+  class_request.all = all;
+  class_request.names = classes;
+  class_request.namespace_ = f.kube.namespace_;
+  auto class_selection = SelectStorageClasses(journal.get(), **client, *translator, class_request);
+  if (!class_selection.ok()) return Error(err, name, class_selection.status());
+  const bool pvs_selected = all || !pvs.empty();  // else only --storage-class was given
+  if (pvs_selected && rollback) {
     RollbackSelectionRequest request;
     request.all = all;
     request.pvs = pvs;
@@ -209,7 +248,7 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     if (!selection.ok()) return Error(err, name, selection.status());
     units = std::move(selection->units);
     results = std::move(selection->refused);
-  } else {
+  } else if (pvs_selected) {
     ApplySelectionRequest request;
     request.all = all;
     request.pvs = pvs;
@@ -225,10 +264,15 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     for (const auto& pv : u.pvs) names.push_back(pv);
   }
 
-  if (!dry_run && !names.empty()) {
-    const std::string question = (rollback ? "Roll back " : "Move ") +
-                                 std::to_string(names.size()) + " PV" +
-                                 (names.size() == 1 ? "" : "s") + "?";
+  const auto& class_names = class_selection->names;
+  if (!dry_run && !(names.empty() && class_names.empty())) {
+    std::string what;
+    if (!names.empty()) what = std::to_string(names.size()) + " PV" + (names.size() == 1 ? "" : "s");
+    if (!class_names.empty()) {
+      what += (what.empty() ? "" : " and ") + std::to_string(class_names.size()) +
+              " StorageClass" + (class_names.size() == 1 ? "" : "es");
+    }
+    const std::string question = (rollback ? "Roll back " : "Move ") + what + "?";
     if (!Confirm(question, yes, in, err)) return kExitUsage;
   }
 
@@ -250,6 +294,12 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     moved = rollback ? runner.Rollback(units) : runner.Apply(units);
   }
   for (auto& r : moved) results.push_back(std::move(r));
+  // StorageClasses after the PVs, one at a time (each is a delete and a create).
+  StorageClassMover class_mover(client->get(), journal.get(), &*translator,
+                                class_selection->flex_provisioners, dry_run);
+  for (const auto& c : class_names) {
+    results.push_back(rollback ? class_mover.Rollback(c) : class_mover.Apply(c));
+  }
   if (f.output == "json") {
     out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";
   } else {
@@ -270,6 +320,7 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   auto journal = MigrationJournal::OpenForReading(f.journal);
   std::vector<MigrationRecord> records;
   std::vector<WorkloadGroupRecord> groups;
+  std::vector<StorageClassRecord> classes;
   if (journal.ok()) {
     auto listed = (*journal)->List();
     if (!listed.ok()) return Error(err, "status", listed.status());
@@ -277,15 +328,24 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
     auto listed_groups = (*journal)->ListGroups();
     if (!listed_groups.ok()) return Error(err, "status", listed_groups.status());
     groups = std::move(*listed_groups);
+    auto listed_classes = (*journal)->ListStorageClasses();
+    if (!listed_classes.ok()) return Error(err, "status", listed_classes.status());
+    classes = std::move(*listed_classes);
   } else if (journal.status().code() != Code::kNotFound) {
     return Error(err, "status", journal.status());
   }
   if (f.output == "json") {
-    out << JournalToJson(records, groups).dump(2) << "\n";
-  } else if (records.empty()) {
+    nlohmann::json j = JournalToJson(records, groups);
+    j["storageClasses"] = StorageClassJournalToJson(classes);
+    out << j.dump(2) << "\n";
+  } else if (records.empty() && classes.empty()) {
     out << "No migrations in " << f.journal << ".\n";
   } else {
-    PrintJournalTable(records, groups, out);
+    if (!records.empty()) PrintJournalTable(records, groups, out);
+    if (!classes.empty()) {
+      if (!records.empty()) out << "\n";
+      PrintStorageClassJournalTable(classes, out);
+    }
   }
   return kExitOk;
 }

@@ -321,6 +321,7 @@ Plan BuildPlan(const ClusterObjects& objects, const translator::Translator& tran
     if (ControllerRef(pod) != nullptr) continue;  // their template was reported above
     CollectInline("Pod", pod, pod.value("spec", json::object()), translator, &plan.inline_volumes);
   }
+  plan.storage_classes = PlanStorageClasses(objects, translator);
   return plan;
 }
 

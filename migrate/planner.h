@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "migrate/cluster_objects.h"
+#include "migrate/storage_class_plan.h"
 #include "translator/translator.h"
 
 namespace flexcsi::migrate {
@@ -101,6 +102,8 @@ struct Plan {
   std::vector<VolumePlan> volumes;  // sorted by PV name
   std::vector<InlineVolumeWork> inline_volumes;
   std::vector<WorkloadPlan> workloads;  // sorted by namespace, kind, name
+  // Cluster-wide whatever the namespace: classes still on in-tree plugins or flexcsi-controller.
+  std::vector<StorageClassPlan> storage_classes;
 };
 
 struct PlanOptions {

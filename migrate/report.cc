@@ -94,17 +94,28 @@ json PlanToJson(const Plan& plan) {
                          {"scaleDown", w.refusal.empty()},
                          {"refusal", w.refusal}});
   }
+  json classes = json::array();
+  for (const auto& c : plan.storage_classes) {
+    json entry = {{"name", c.name},           {"kind", c.kind},
+                  {"provisioner", c.provisioner}, {"csiDriver", c.csi_driver},
+                  {"default", c.is_default},  {"canMove", c.refusal.empty()},
+                  {"reason", c.refusal}};
+    if (!c.twin.is_null()) entry["twin"] = c.twin;
+    classes.push_back(std::move(entry));
+  }
   return {{"apiVersion", "flexcsi.io/v1alpha1"},
           {"kind", "MigrationPlan"},
           {"volumes", volumes},
           {"workloads", workloads},
           {"inlineVolumes", inline_volumes},
+          {"storageClasses", classes},
           {"summary",
            {{"volumes", plan.volumes.size()},
             {"canMove", movable},
             {"cannotMove", plan.volumes.size() - movable},
             {"byVerdict", by_verdict},
-            {"inlineVolumes", plan.inline_volumes.size()}}}};
+            {"inlineVolumes", plan.inline_volumes.size()},
+            {"storageClasses", plan.storage_classes.size()}}}};
 }
 
 void PrintPlanTable(const Plan& plan, std::ostream& out) {
@@ -149,6 +160,25 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
     }
     PrintTable({"KIND", "NAME", "VOLUME", "SOURCE", "CSI DRIVER", "NOTE"}, inline_rows, out);
   }
+  if (!plan.storage_classes.empty()) {
+    out << "\nStorageClasses (apply --storage-class NAME replaces each by its CSI twin under the "
+           "same name):\n";
+    std::vector<std::vector<std::string>> class_rows;
+    for (const auto& c : plan.storage_classes) {
+      std::string params;
+      if (c.twin.is_object() && c.twin.contains("parameters")) {
+        for (const auto& [k, v] : c.twin["parameters"].items()) {
+          params += (params.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+        }
+      }
+      class_rows.push_back({c.name + (c.is_default ? " (default)" : ""), c.kind, c.provisioner,
+                            OrDash(c.csi_driver), c.refusal.empty() ? OrDash(params) : "-",
+                            c.refusal.empty() ? "yes" : "no: " + c.refusal});
+    }
+    PrintTable({"STORAGECLASS", "KIND", "PROVISIONER", "TWIN PROVISIONER", "TWIN PARAMETERS",
+                "CAN MOVE"},
+               class_rows, out);
+  }
 }
 
 json ResultsToJson(const std::string& command, const std::vector<MoveResult>& results) {
@@ -179,8 +209,15 @@ void PrintResultsTable(const std::vector<MoveResult>& results, std::ostream& out
   PrintTable({"PV", "CLAIM", "CSI DRIVER", "RESULT", "STEP", "MESSAGE"}, rows, out);
   std::string summary;
   for (const auto& [k, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + k;
-  out << "\n" << PvCount(results.size()) << ": " << (summary.empty() ? "nothing to do" : summary)
-      << ".\n";
+  // StorageClasses share the report under "storageclass/<name>" (storage_class_mover.h).
+  const size_t classes = std::count_if(results.begin(), results.end(), [](const MoveResult& r) {
+    return r.pv_name.rfind("storageclass/", 0) == 0;
+  });
+  out << "\n" << PvCount(results.size() - classes);
+  if (classes > 0) {
+    out << ", " << classes << (classes == 1 ? " StorageClass" : " StorageClasses");
+  }
+  out << ": " << (summary.empty() ? "nothing to do" : summary) << ".\n";
   for (const auto& r : results) {
     for (const auto& a : r.actions) out << "  " << r.pv_name << ": would " << a << "\n";
   }
@@ -252,6 +289,34 @@ void PrintJournalTable(const std::vector<MigrationRecord>& records,
                           OrDash(replicas), Time(g.updated_at)});
   }
   PrintTable({"GROUP", "DIRECTION", "STEP", "PVS", "REPLICAS", "UPDATED"}, group_rows, out);
+}
+
+json StorageClassJournalToJson(const std::vector<StorageClassRecord>& records) {
+  json items = json::array();
+  for (const auto& r : records) {
+    items.push_back({{"name", r.name},
+                     {"direction", r.direction},
+                     {"step", r.step},
+                     {"state", RecordStateName(r.state)},
+                     {"original", r.original},
+                     {"twin", r.twin},
+                     {"lastError", r.last_error},
+                     {"updated", Time(r.updated_at)}});
+  }
+  return items;
+}
+
+void PrintStorageClassJournalTable(const std::vector<StorageClassRecord>& records,
+                                   std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : records) {
+    rows.push_back({r.name, r.original.value("provisioner", ""), r.twin.value("provisioner", ""),
+                    r.direction, r.step, RecordStateName(r.state), Time(r.updated_at),
+                    r.last_error});
+  }
+  PrintTable({"STORAGECLASS", "ORIGINAL", "TWIN", "DIRECTION", "STEP", "STATE", "UPDATED",
+              "ERROR"},
+             rows, out);
 }
 
 }  // namespace flexcsi::migrate

@@ -26,6 +26,11 @@ nlohmann::json JournalToJson(const std::vector<MigrationRecord>& records,
 void PrintJournalTable(const std::vector<MigrationRecord>& records,
                        const std::vector<WorkloadGroupRecord>& groups, std::ostream& out);
 
+// The StorageClass rows of the journal (`status`).
+nlohmann::json StorageClassJournalToJson(const std::vector<StorageClassRecord>& records);
+void PrintStorageClassJournalTable(const std::vector<StorageClassRecord>& records,
+                                   std::ostream& out);
+
 // Columns padded to their widest cell, two spaces apart, no trailing blanks.
 void PrintTable(const std::vector<std::string>& header,
                 const std::vector<std::vector<std::string>>& rows, std::ostream& out);

@@ -2,6 +2,13 @@
 """`flexcsi migrate` on a real Kubernetes v1.24, with kubelet's own CSI plugin on the far side:
 csi-loopback registered with kubelet by csi-node-driver-registrar, attached by csi-attacher.
 
+0. a Deployment whose claim, StorageClass and provisioning all move: flexcsi-controller
+   provisions its FlexVolume PV from a default StorageClass; `plan --leftovers` lists it and an
+   in-tree class (exit 3); the PV moves, provisioning is handed over (flexcsi-controller stopped,
+   the real csi-provisioner started), both classes are replaced by their CSI twins, killed with
+   -9 between the first class's delete and create: a claim created then stays Pending, and after
+   the resume gets exactly one CSI PV, as does a new claim; data intact; `--leftovers` exits 0;
+   `rollback --all` restores the PV and both classes field for field
 1. a Deployment writing through a FlexVolume PV moves to CSI with `--scale-down`, killed with
    -9 after a step on the way and resumed; its pod comes back on the CSI PV through kubelet's
    CSI plugin with the data's checksum unchanged
@@ -41,6 +48,7 @@ STEPS = ["checked", "scaling-down", "retaining", "releasing", "deleting-old", "c
          "binding", "restoring-policy", "restoring-replicas", "done"]
 PLUGINS = None
 SIDECARS = []
+CONTROLLER = None
 RULES = None
 ORDERS_CHECKSUM = None  # the payload's sha256 as test 1 first read it
 FLEXCSI_WRITES = ("create", "update", "patch", "delete", "deletecollection")
@@ -80,7 +88,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    clustertest.stop_cluster(*SIDECARS, PLUGINS)
+    clustertest.stop_cluster(CONTROLLER, *SIDECARS, PLUGINS)
 
 
 def migrate(*args, crash_after=None, journal, timeout=300):
@@ -93,6 +101,34 @@ def migrate(*args, crash_after=None, journal, timeout=300):
         [PLUGINS.flexcsi_bin, "migrate", *args, *rules, "--journal", journal,
          "--kubeconfig", clustertest.CLUSTER.kubeconfig, "--yes", "--timeout", str(timeout)],
         capture_output=True, text=True, env=env, timeout=timeout * 4 + 100)
+
+
+def leftovers(output="json"):
+    """`flexcsi migrate plan --leftovers`: (exit code, items), or (exit code, table)."""
+    done = subprocess.run(
+        [PLUGINS.flexcsi_bin, "migrate", "plan", "--leftovers", "--rules", RULES, "-o", output,
+         "--kubeconfig", clustertest.CLUSTER.kubeconfig],
+        capture_output=True, text=True, timeout=120)
+    if output != "json" or not done.stdout.strip():
+        return done.returncode, done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)["items"]
+
+
+# What a StorageClass swap must keep (and rollback restore) exactly.
+CLASS_FIELDS = ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode",
+                "allowedTopologies", "mountOptions", "allowVolumeExpansion")
+
+
+def class_fields(sc):
+    md = sc["metadata"]
+    return {"labels": md.get("labels"), "annotations": md.get("annotations"),
+            **{f: sc.get(f) for f in CLASS_FIELDS}}
+
+
+def pvs_of_claim(ns, name):
+    return [pv for pv in clustertest.CLUSTER.kubectl_json("get", "pv")["items"]
+            if (pv["spec"].get("claimRef") or {}).get("namespace") == ns
+            and pv["spec"]["claimRef"].get("name") == name]
 
 
 def flex_pv(name, volume_id, claim_ns, reclaim="Retain"):
@@ -125,6 +161,160 @@ def running_pod(ns, selector):
 
 
 class MigrateSuite(unittest.TestCase):
+    def test_0_claim_storage_class_and_provisioning_move_to_csi(self):
+        global CONTROLLER
+        c = clustertest.CLUSTER
+        ns, name, flex_class, ebs_class = "catalog", "shelf", "loop-fast", "ebs-gp2"
+        journal = os.path.join(PLUGINS.dir, "journal-classes")
+        topology = [{"matchLabelExpressions": [{"key": "topology.loopback.csi.flexcsi.io/node",
+                                                "values": [c.node_name]}]}]
+        classes = [
+            # served by flexcsi-controller (provisioner: the CSI driver name, its default)
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+             "metadata": {"name": flex_class, "labels": {"tier": "fast"}, "annotations": {
+                 "storageclass.kubernetes.io/is-default-class": "true",
+                 "storageclass.beta.kubernetes.io/is-default-class": "true", "team": "shop"}},
+             "provisioner": DRIVER, "parameters": {"csi.storage.k8s.io/fstype": "xfs"},
+             "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate",
+             "allowVolumeExpansion": True, "allowedTopologies": topology},
+            # in-tree: its parameters and zone key go through the translator's class rules
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+             "metadata": {"name": ebs_class, "labels": {"cloud": "aws"}},
+             "provisioner": "kubernetes.io/aws-ebs",
+             "parameters": {"type": "gp2", "fsType": "ext4"},
+             "reclaimPolicy": "Retain", "volumeBindingMode": "WaitForFirstConsumer",
+             "mountOptions": ["noatime"], "allowVolumeExpansion": False,
+             "allowedTopologies": [{"matchLabelExpressions": [
+                 {"key": "topology.kubernetes.io/zone", "values": ["eu-west-1a"]}]}]}]
+        apply([clustertest.namespace_object(ns)] + classes)
+        originals = {sc["metadata"]["name"]: class_fields(get("storageclass", sc["metadata"]["name"]))
+                     for sc in classes}
+        CONTROLLER = Process("flexcsi-controller", [
+            os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
+            "--kubeconfig", c.kubeconfig, "--bridge-config", PLUGINS.config,
+            "--journal", os.path.join(PLUGINS.dir, "controller-journal.db")],
+            os.path.join(c.logs, "flexcsi-controller.log"))
+        CONTROLLER.start()
+
+        def claim(claim_name):  # no storageClassName: the default class
+            return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim_name, "namespace": ns},
+                    "spec": {"accessModes": ["ReadWriteOnce"],
+                             "resources": {"requests": {"storage": "320Mi"}}}}
+        apply(claim(name))
+        wait_for("flexcsi-controller to provision the claim", lambda: claim_bound(ns, name), 120)
+        pv_name = get("pvc", name, ns)["spec"]["volumeName"]
+        self.assertIn("flexVolume", get("pv", pv_name)["spec"])
+        pod = busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim": {"claimName": name}}],
+                          [{"name": "data", "mountPath": "/data"}],
+                          command="test -f /data/payload || head -c 4194304 /dev/urandom "
+                                  "> /data/payload; sleep 3600")
+        apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                                     "spec": pod["spec"]}}})
+        first = wait_for("the Deployment's pod on FlexVolume", lambda: running_pod(ns, "app=" + name),
+                         120)
+        checksum = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
+
+        # kubelet reports the attached FlexVolume in the node's status at its next update
+        items = wait_for("--leftovers to see the node use the FlexVolume", lambda: next(
+            (items for code, items in [leftovers()] if code == 3
+             and ("Node", c.node_name) in {(i["kind"], i["name"]) for i in items}), None), 60)
+        print("\n" + leftovers("table")[1], flush=True)
+        kinds = {(i["kind"], i["name"]) for i in items}
+        for expected in (("PersistentVolume", pv_name), ("StorageClass", flex_class),
+                         ("StorageClass", ebs_class)):
+            self.assertIn(expected, kinds, items)
+        plan = json.loads(subprocess.run(
+            [PLUGINS.flexcsi_bin, "migrate", "plan", "--rules", RULES, "-o", "json",
+             "--kubeconfig", c.kubeconfig], capture_output=True, text=True).stdout)
+        twins = {p["name"]: p["twin"] for p in plan["storageClasses"]}
+        self.assertEqual(twins[ebs_class]["provisioner"], "ebs.csi.aws.com")
+        self.assertEqual(twins[ebs_class]["allowedTopologies"][0]["matchLabelExpressions"][0]["key"],
+                         "topology.ebs.csi.aws.com/zone")
+        self.assertEqual(twins[flex_class]["provisioner"], DRIVER)
+
+        moved = migrate("apply", "--pv", pv_name, "--scale-down", journal=journal)
+        self.assertEqual(moved.returncode, 0, moved.stdout + moved.stderr)
+        # Hand provisioning over, in the documented order.
+        CONTROLLER.stop()
+        provisioner = Process("csi-provisioner", [
+            os.path.join(c.bin, "csi-provisioner"), "--csi-address", PLUGINS.csi_socket(SHAPE),
+            "--kubeconfig", c.kubeconfig, "--leader-election=false", "--timeout", "30s",
+            "--feature-gates=Topology=true"], os.path.join(c.logs, "csi-provisioner.log"))
+        provisioner.start()
+        SIDECARS.append(provisioner)
+
+        crashed = migrate("apply", "--storage-class", flex_class, "--storage-class", ebs_class,
+                          crash_after="sc-deleting+", journal=journal)
+        self.assertEqual(crashed.returncode, -9, crashed.stdout + crashed.stderr)
+        self.assertIsNone(get("storageclass", flex_class), "killed after the delete")
+        apply(dict(claim("during"), spec=dict(claim("during")["spec"],
+                                              storageClassName=flex_class)))
+        began = time.monotonic()
+        while time.monotonic() - began < 12:  # two claim syncs of the PV controller (5 s)
+            self.assertEqual(pvs_of_claim(ns, "during"), [])
+            self.assertEqual(get("pvc", "during", ns)["status"].get("phase"), "Pending")
+            time.sleep(1)
+        failed = [e["message"] for e in c.kubectl_json(
+            "get", "events", "-n", ns, "--field-selector",
+            "involvedObject.name=during,reason=ProvisioningFailed")["items"]
+            if e.get("source", {}).get("component") == "persistentvolume-controller"]
+        self.assertTrue(any("not found" in m for m in failed), failed)
+        print("claim created while %s was absent: Pending, %s" % (flex_class, failed[0]),
+              flush=True)
+        resumed = migrate("apply", "--all", journal=journal)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+        for sc_name, original in originals.items():
+            twin = class_fields(get("storageclass", sc_name))
+            for kept in ("labels", "reclaimPolicy", "volumeBindingMode", "mountOptions",
+                         "allowVolumeExpansion"):
+                self.assertEqual(twin[kept], original[kept], "%s: %s" % (sc_name, kept))
+            self.assertEqual(twin["annotations"]["flexcsi.io/migrated-from-provisioner"],
+                             original["provisioner"])
+        self.assertEqual(get("storageclass", ebs_class)["provisioner"], "ebs.csi.aws.com")
+        self.assertEqual(get("storageclass", flex_class)["metadata"]["annotations"][
+            "storageclass.kubernetes.io/is-default-class"], "true")
+
+        apply(claim("after"))
+        for claim_name in ("during", "after"):
+            wait_for("claim %s provisioned by csi-provisioner" % claim_name,
+                     lambda: claim_bound(ns, claim_name), 120)
+        began = time.monotonic()
+        while time.monotonic() - began < 10:  # bound; and no second PV comes meanwhile
+            self.assertEqual([len(pvs_of_claim(ns, n)) for n in ("during", "after")], [1, 1])
+            time.sleep(1)
+        for claim_name in ("during", "after"):
+            pvs = pvs_of_claim(ns, claim_name)
+            self.assertEqual(len(pvs), 1, pvs)
+            self.assertEqual(pvs[0]["spec"]["csi"]["driver"], DRIVER)
+            self.assertEqual(pvs[0]["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"],
+                             DRIVER)
+        after_pod = wait_for("the Deployment's pod on CSI", lambda: running_pod(ns, "app=" + name),
+                             180)
+        self.assertIn("csi", get("pv", pv_name)["spec"])
+        self.assertEqual(exec_in(ns, after_pod, "sha256sum", "/data/payload").split()[0], checksum)
+        wait_for("--leftovers to find nothing", lambda: leftovers()[0] == 0, 90)
+        print(leftovers("table")[1], flush=True)
+
+        rolled = migrate("rollback", "--all", "--scale-down", journal=journal)
+        self.assertEqual(rolled.returncode, 0, rolled.stdout + rolled.stderr)
+        for sc_name, original in originals.items():
+            self.assertEqual(class_fields(get("storageclass", sc_name)), original, sc_name)
+        self.assertIn("flexVolume", get("pv", pv_name)["spec"])
+        back = wait_for("the Deployment's pod on FlexVolume again",
+                        lambda: running_pod(ns, "app=" + name), 180)
+        self.assertEqual(exec_in(ns, back, "sha256sum", "/data/payload").split()[0], checksum)
+        code, items = leftovers()
+        self.assertEqual(code, 3, items)
+        self.assertTrue({("PersistentVolume", pv_name), ("StorageClass", flex_class),
+                         ("StorageClass", ebs_class)} <= {(i["kind"], i["name"]) for i in items},
+                        items)
+        # The classes go (a default class would catch later tests' claims); csi-provisioner too.
+        provisioner.stop()
+        c.kubectl("delete", "storageclass", flex_class, ebs_class)
     def test_1_deployment_moves_to_csi_and_runs_through_kubelets_csi_plugin(self):
         ns, name = "shop", "orders"
         volume_id = PLUGINS.create_volume(SHAPE, name)
@@ -370,8 +560,10 @@ class MigrateSuite(unittest.TestCase):
             wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
 
     def test_9_the_real_audit_log_keeps_the_stand_ins_rules(self):
+        # flexcsi migrate's own requests (flexcsi-controller, run by test 0, has its own agent)
         events = [e for e in clustertest.CLUSTER.audit_events()
-                  if e.get("userAgent", "").startswith("flexcsi")]
+                  if e.get("userAgent", "").startswith("flexcsi")
+                  and not e.get("userAgent", "").startswith("flexcsi-controller")]
         self.assertTrue(events, "no request of flexcsi in the audit log")
         # Discovery (/version, read before apply decides whether the cluster mounts CSI PVs)
         # names no object: such requests may only read.

@@ -14,22 +14,13 @@
 #include <CLI/CLI.hpp>
 
 #include "controller/controller.h"
+#include "controller/provisioner_lock.h"
 #include "kube/kube_config.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
-
-// Lease names follow external-provisioner: the provisioner name with characters Kubernetes
-// names do not allow replaced by '-'.
-std::string LeaseNameFor(const std::string& provisioner) {
-  std::string out;
-  for (char c : provisioner) {
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '-';
-  }
-  return "flexcsi-controller-" + out;
-}
 
 // Durations as the sidecars take them ("15s", "1m30s", "500ms") or plain seconds ("15", "0.25").
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
@@ -73,6 +64,7 @@ int main(int argc, char** argv) {
       "flexcsi-controller: provisions, deletes, snapshots and expands FlexVolume PVs "
       "through CSI"};
   controller::ControllerOptions options;
+  options.election.namespace_.clear();  // defaulted after parsing, as external-provisioner does
   kube::ConfigFlags flags;
   std::string lock = "auto";
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", timeout = "60s",
@@ -90,8 +82,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--leader-election", options.leader_election, "run with leader election");
   app.add_option("--leader-election-namespace", options.election.namespace_,
-                 "namespace of the lock object")
-      ->capture_default_str();
+                 "namespace of the lock object (default, as external-provisioner's: the pod's "
+                 "service-account namespace, else default)");
   app.add_option("--leader-election-lock", lock, "auto, lease or configmap")->capture_default_str();
   app.add_option("--leader-election-lease-duration", lease_duration, "duration, e.g. 15s")
       ->capture_default_str();
@@ -164,7 +156,25 @@ int main(int argc, char** argv) {
     std::cerr << "flexcsi-controller: --leader-election-lock must be auto, lease or configmap\n";
     return 1;
   }
-  options.election.name = LeaseNameFor(bridge->drivers.front().provisioner);
+  // The lock is external-provisioner's for the driver, so that the two never provision for it
+  // at once. One lock gates all the work of a process: with leader election it serves one
+  // provisioner name (run one flexcsi-controller per driver to hand them over one by one).
+  const std::string& provisioner = bridge->drivers.front().provisioner;
+  for (const auto& d : bridge->drivers) {
+    if (options.leader_election && d.provisioner != provisioner) {
+      std::cerr << "flexcsi-controller: with --leader-election one process serves one "
+                   "provisioner name, and this configuration has "
+                << provisioner << " and " << d.provisioner
+                << ": run one flexcsi-controller per driver (each takes the leader-election "
+                   "lock external-provisioner takes for that driver)\n";
+      return 1;
+    }
+  }
+  options.election.name = controller::ExternalProvisionerLockName(provisioner);
+  if (options.election.namespace_.empty()) {
+    options.election.namespace_ =
+        controller::DefaultLockNamespace(controller::kServiceAccountNamespaceFile);
+  }
   if (options.identity.empty()) {
     char host[256] = "";
     ::gethostname(host, sizeof(host) - 1);

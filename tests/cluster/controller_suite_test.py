@@ -15,6 +15,9 @@ provisions FlexVolume PVs whose pods really run:
 6. a snapshot with the community snapshot-controller and the snapshot CRDs present, restored
    into a new claim whose pod reads the data
 7. a claim that cannot be provisioned: its ProvisioningFailed tries come at backoff spacing
+8. flexcsi-controller and the real csi-provisioner v3.4.1, both with leader election, for one
+   driver: they share external-provisioner's Lease, so 70 claims get 70 PVs and 70 CSI volumes
+   while each is killed with -9 in turn and the other takes over (skipped before 1.14: no Lease)
 
 On v1.10.6 (no CSINode, Lease or snapshot API; docs/controller.md "Old clusters") the same
 suite shows what that release can do and how the rest is refused: the Immediate claim is served
@@ -29,6 +32,8 @@ of the CSINode registration are skipped there with their reason.
 import datetime
 import json
 import os
+import re
+import signal
 import sys
 import time
 import unittest
@@ -426,6 +431,108 @@ class ControllerSuite(unittest.TestCase):
         gaps = [b - a for a, b in zip(tries, tries[1:])]
         self.assertTrue(all(g >= 0.6 for g in gaps), "tries closer than backoff: %s" % tries)
         self.assertGreaterEqual(gaps[-1], 3.0, "the backoff does not grow: %s" % tries)
+
+    def test_8_one_provisioner_per_driver_beside_external_provisioner(self):
+        """flexcsi-controller and the real csi-provisioner v3.4.1, both with leader election, for
+        one driver: each claim gets exactly one PV and one CSI volume, whichever holds the lock,
+        and each takes over when the other is killed with -9."""
+        c = clustertest.CLUSTER
+        if not c.version.at_least(14):
+            self.skipTest("Kubernetes %s: external-provisioner v3 needs Leases (1.14+)" % c.version)
+        # external-provisioner's lock: the driver's name with what a name may not hold as '-'
+        ns, lock = "handover", re.sub("[^a-zA-Z0-9-]", "-", DRIVER)
+        election = ["--leader-election", "--leader-election-namespace", ns,
+                    "--leader-election-lease-duration", "8s",
+                    "--leader-election-renew-deadline", "5s", "--leader-election-retry-period", "1s"]
+        apply([clustertest.namespace_object(ns),
+               {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": ns}, "provisioner": DRIVER, "reclaimPolicy": "Retain",
+                "volumeBindingMode": "Immediate"}])
+        CONTROLLER.stop()  # the suite's own runs without leader election
+        ours = Process("flexcsi-controller-le", [
+            os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
+            "--kubeconfig", c.kubeconfig, "--bridge-config", PLUGINS.config,
+            "--journal", os.path.join(PLUGINS.dir, "controller-le-journal.db"),
+            "--identity", "flexcsi-controller", *election],
+            os.path.join(c.logs, "flexcsi-controller-le.log"))
+        theirs = Process("csi-provisioner", [
+            os.path.join(c.bin, "csi-provisioner"), "--csi-address", PLUGINS.csi_socket(SHAPE),
+            "--kubeconfig", c.kubeconfig, "--timeout", "30s", "--feature-gates=Topology=true",
+            *election], os.path.join(c.logs, "csi-provisioner.log"))
+        volumes_before = {v["id"] for v in PLUGINS.driver_state(SHAPE)["volumes"]}
+
+        def holder():
+            lease = get("lease", lock, ns)
+            return lease["spec"].get("holderIdentity", "") if lease else ""
+
+        def claims(prefix, count):
+            apply([claim(ns, "%s-%d" % (prefix, i), ns, size="16Mi") for i in range(count)])
+            return ["%s-%d" % (prefix, i) for i in range(count)]
+
+        def provisioned(names, kind):
+            """Waits until every claim is bound; returns the PVs' sources, checked to be `kind`."""
+            wait_for("%d claims bound" % len(names), lambda: all(
+                (get("pvc", n, ns) or {}).get("status", {}).get("phase") == "Bound"
+                for n in names), 300)
+            pvs = [get("pv", get("pvc", n, ns)["spec"]["volumeName"]) for n in names]
+            self.assertTrue(all(kind in pv["spec"] for pv in pvs),
+                            "not all %s: %s" % (kind, [list(pv["spec"]) for pv in pvs]))
+
+        def counts():
+            pvs = [pv for pv in c.kubectl_json("get", "pv")["items"]
+                   if pv["spec"].get("claimRef", {}).get("namespace") == ns]
+            per_claim = {}
+            for pv in pvs:
+                name = pv["spec"]["claimRef"]["name"]
+                per_claim[name] = per_claim.get(name, 0) + 1
+            volumes = {v["id"] for v in PLUGINS.driver_state(SHAPE)["volumes"]} - volumes_before
+            return pvs, per_claim, volumes
+
+        def takeover(killed, by):
+            began = time.monotonic()
+            killed.stop(signal.SIGKILL)
+            wait_for("%s to take the lock" % by, lambda: holder() not in ("", held), 120)
+            return time.monotonic() - began
+
+        try:
+            ours.start()
+            wait_for("flexcsi-controller to hold the lock", lambda: holder() == "flexcsi-controller",
+                     60)
+            theirs.start()
+            first = claims("a", 50)
+            provisioned(first, "flexVolume")
+            held = holder()
+            self.assertEqual(held, "flexcsi-controller")
+            taken = takeover(ours, "csi-provisioner")
+            second = claims("b", 10)
+            provisioned(second, "csi")
+            held = holder()
+            ours.start()
+            taken_back = takeover(theirs, "flexcsi-controller")
+            self.assertEqual(holder(), "flexcsi-controller")
+            third = claims("c", 10)
+            provisioned(third, "flexVolume")
+            # Nothing more comes afterwards: a second PV or volume for a claim would show here.
+            began = time.monotonic()
+            while time.monotonic() - began < 10:
+                time.sleep(1)
+            pvs, per_claim, volumes = counts()
+            print("\nhand-over: %d claims, %d PVs (%d FlexVolume, %d CSI), %d CSI volumes; "
+                  "csi-provisioner took the lock %.1f s after flexcsi-controller's kill -9, "
+                  "flexcsi-controller took it back %.1f s after csi-provisioner's (lease 8 s)"
+                  % (len(first + second + third), len(pvs),
+                     sum("flexVolume" in pv["spec"] for pv in pvs),
+                     sum("csi" in pv["spec"] for pv in pvs), len(volumes), taken, taken_back),
+                  flush=True)
+            self.assertEqual(set(per_claim), set(first + second + third))
+            self.assertEqual(set(per_claim.values()), {1}, per_claim)
+            self.assertEqual(len(volumes), len(pvs), "orphaned or duplicate CSI volumes")
+            self.assertLess(taken, 60)
+            self.assertLess(taken_back, 60)
+        finally:
+            theirs.stop()
+            ours.stop()
+            CONTROLLER.start()
 
 
 DATA = [{"name": "data", "mountPath": "/data"}]

@@ -102,12 +102,16 @@ TEST_F(Crash, KillDuringDeletionNeverOrphansOrDoubleDeletes) {
 
 class Leader : public WorldTest {};
 
+// external-provisioner's lock for the driver (controller/provisioner_lock.h), written out here
+// so that a change of the name fails this test.
+constexpr char kLockName[] = "loopback-csi-flexcsi-io";
+
 std::string Holder(ControllerWorld& w, int* transitions = nullptr) {
   auto leases = w.api().List(
       kube::ResourcePath::Group("coordination.k8s.io/v1", "leases", "default"));
   if (!leases.ok()) return "";
   for (const auto& l : (*leases)["items"]) {
-    if (l["metadata"].value("name", "").rfind("flexcsi-controller-", 0) != 0) continue;
+    if (l["metadata"].value("name", "") != kLockName) continue;
     if (transitions) *transitions = l["spec"].value("leaseTransitions", 0);
     return l["spec"].value("holderIdentity", "");
   }

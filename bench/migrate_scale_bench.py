@@ -142,7 +142,26 @@ def check_moved(api, ns, uids):
 
 
 def audit_seconds(stamp):
-    return datetime.datetime.strptime(stamp[:26].rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+    """An audit event's time (RFC 3339, microseconds, UTC) as seconds since the epoch."""
+    return datetime.datetime.strptime(stamp[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def audit_events_between(c, start, end):
+    """The audit events received between two wall-clock times, from the log and the files it
+    was rotated into (kube-apiserver rotates at 100 MB even with --audit-log-maxsize 0, the
+    default of the library it uses: one 1,000-PV run writes more than that)."""
+    logs = os.path.dirname(c.audit_log)
+    events = []
+    for name in sorted(os.listdir(logs)):
+        if name.startswith("audit") and ".log" in name:
+            with open(os.path.join(logs, name)) as f:
+                for line in f:
+                    if '"flexcsi' in line:
+                        e = json.loads(line)
+                        if start <= audit_seconds(e["requestReceivedTimestamp"]) <= end:
+                            events.append(e)
+    return events
 
 
 def request_rates(events, moved):
@@ -167,35 +186,49 @@ def request_rates(events, moved):
                                                      if ref.get("subresource") else "")
         kinds["%s %s" % (e["verb"], what)] += 1
     codes = collections.Counter(e.get("responseStatus", {}).get("code") for e in mine)
+    # How long each request held the server (received to response complete): their sum over
+    # the span is the mean number of requests in flight, the seats of --max-requests-inflight.
+    held = sorted(audit_seconds(e["stageTimestamp"]) - audit_seconds(e["requestReceivedTimestamp"])
+                  for e in mine if e.get("stage") == "ResponseComplete")
     return {"requests": len(mine), "seconds": span, "mean": len(mine) / span,
             "peak1": peak[1], "peak10": peak[10],
             "per_pv": sorted(((k, v / moved) for k, v in kinds.items()), key=lambda kv: -kv[1]),
-            "codes": dict(codes)}
+            "codes": dict(codes), "inflight": sum(held) / span,
+            "latency50": held[len(held) // 2] if held else 0,
+            "latency99": held[int(len(held) * 0.99)] if held else 0}
 
 
 def run_migrate(c, flexcsi, rules, ns, extra):
     journal = os.path.join(c.dir, "journal-" + ns)
     command = [flexcsi, "migrate", "apply", "--all", "-n", ns, "--rules", rules, "--journal",
                journal, "--kubeconfig", c.kubeconfig, "--yes", "-o", "json", *extra]
-    seen = len(c.audit_events())
-    started = time.monotonic()
+    started, wall_start = time.monotonic(), time.time()
     with open(os.path.join(c.dir, ns + ".log"), "w") as log:
         r = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
-    seconds = time.monotonic() - started
-    outcomes = collections.Counter(i["outcome"] for i in json.loads(r.stdout)["items"]) \
-        if r.stdout.strip().startswith("{") else {}
-    return seconds, r.returncode, outcomes, c.audit_events()[seen:], " ".join(command[1:])
+    seconds, wall_end = time.monotonic() - started, time.time()
+    try:
+        outcomes = json.loads(r.stdout).get("summary", {})
+    except ValueError:
+        outcomes = {"unreadable report": r.stdout[-200:]}
+    with open(log.name) as f:
+        stats = [line.strip() for line in f if "API requests in" in line]
+    return (seconds, r.returncode, outcomes, audit_events_between(c, wall_start, wall_end),
+            " ".join(command[1:]),
+            stats[-1] if stats else "")
 
 
-def report(label, count, seconds, code, outcomes, rates, command):
+def report(label, count, seconds, code, outcomes, rates, command, own_count):
     print("%s: %d PVs in %.1f s = %.1f PVs/min (exit %d, %s)"
           % (label, count, seconds, count * 60 / seconds, code, dict(outcomes)), flush=True)
     print("  command: flexcsi %s" % command)
+    print("  its own count: %s" % own_count, flush=True)
     if rates:
         print("  API requests by flexcsi (audit log): %d in %.1f s = %.1f/s mean, peak %.0f in "
               "1 s, %.1f/s over the busiest 10 s; %.1f per PV; HTTP codes %s"
               % (rates["requests"], rates["seconds"], rates["mean"], rates["peak1"],
                  rates["peak10"], rates["requests"] / count, rates["codes"]), flush=True)
+        print("  server time per request: median %.1f ms, p99 %.1f ms; mean requests in flight "
+              "%.2f" % (rates["latency50"] * 1000, rates["latency99"] * 1000, rates["inflight"]))
         print("  per PV: " + ", ".join("%s %.2f" % kv for kv in rates["per_pv"]), flush=True)
 
 
@@ -243,9 +276,10 @@ def main():
             runs.append(("high", extra))
         for ns, extra in runs:
             uids = make_claims(api, ns, args.claims)
-            seconds, code, outcomes, events, command = run_migrate(c, flexcsi, rules, ns, extra)
+            seconds, code, outcomes, events, command, own = run_migrate(c, flexcsi, rules, ns,
+                                                                         extra)
             report(ns, args.claims, seconds, code, outcomes,
-                   request_rates(events, args.claims), command)
+                   request_rates(events, args.claims), command, own)
             problems = check_moved(api, ns, uids)
             print("  check: %s" % ("every claim Bound to its own CSI PV, uid kept, nothing lost"
                                    if not problems else "%d WRONG: %s" % (len(problems),

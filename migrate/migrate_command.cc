@@ -58,7 +58,8 @@ void AddKubeFlags(CLI::App& app, CommonFlags& f) {
                  "5, negative no limit (default " + std::to_string(kDefaultQps) + ")");
   app.add_option("--burst", f.rate_limit.burst,
                  "API requests allowed at once above --qps, as client-go's Burst: 0 means "
-                 "client-go's 10 (default " + std::to_string(kDefaultBurst) + ")");
+                 "client-go's 10 (default " + std::to_string(kDefaultBurst) + ")")
+      ->check(CLI::NonNegativeNumber);
 }
 
 StatusOr<translator::Translator> MakeTranslator(const std::string& rules_file) {

@@ -33,8 +33,8 @@ namespace flexcsi::migrate {
 // Defaults of `flexcsi migrate apply`: --parallel, --qps and --burst (docs/migration.md,
 // "Defaults and the load on the API server", has the figures behind them).
 constexpr int kDefaultParallel = 32;
-constexpr int kDefaultQps = 50;
-constexpr int kDefaultBurst = 100;
+constexpr int kDefaultQps = 100;
+constexpr int kDefaultBurst = 200;
 
 struct MoveUnit {
   std::vector<ScaledWorkload> workloads;  // empty: a PV on its own; replicas unused here

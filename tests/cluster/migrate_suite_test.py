@@ -111,7 +111,8 @@ def flex_pv(name, volume_id, claim_ns, reclaim="Retain"):
 
 def audit_seconds(stamp):
     """An audit event's RFC 3339 time (microseconds, UTC) as seconds."""
-    return datetime.datetime.strptime(stamp[:26].rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+    return datetime.datetime.strptime(stamp[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def bound_claim(ns, name):
@@ -398,8 +399,10 @@ class MigrateSuite(unittest.TestCase):
         stamps = sorted(audit_seconds(e["requestReceivedTimestamp"])
                         for e in clustertest.CLUSTER.audit_events()[seen:]
                         if e.get("userAgent", "").startswith("flexcsi"))
-        # The server stamps a request when it arrives, a little after the client let it go: a
-        # window may catch one request early, hence the + 1.
+        # The server stamps a request when it arrives, a little after the client let it go, and
+        # the first requests also wait for their TLS handshakes: requests let go over a little
+        # more than a window may arrive within it. Up to a second of such delay is allowed for
+        # (+ qps); without the limit the run sends far more (49 requests a PV, bench/README.md).
         worst = {}
         for window in (0.5, 1, 2, 5, 10, 30):
             most, i = 0, 0
@@ -408,7 +411,7 @@ class MigrateSuite(unittest.TestCase):
                     i += 1
                 most = max(most, j - i + 1)
             worst[window] = most
-            self.assertLessEqual(most, burst + qps * window + 1,
+            self.assertLessEqual(most, burst + qps * (window + 1),
                                  "%d requests within %.1f s" % (most, window))
         held = re.search(r"held (\d+) of them back", moved.stderr)
         print("\n%d PVs with --qps %d --burst %d: %d requests in %.1f s (%.1f/s), the most in a "

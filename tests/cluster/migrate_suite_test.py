@@ -15,9 +15,9 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    back once (audit log), pods back with their data; then `rollback --all --scale-down` takes
    the six back to their FlexVolume PVs under one scale-down too (audit log), data unchanged
 6. 12 idle PVs with `--parallel 6`, killed with -9 while several move, resumed: all moved
-7. 6 idle PVs with a small `--qps`/`--burst`: in the audit log no window of flexcsi's requests
-   holds more than burst + qps x its length (client-go's token bucket), and the limit did hold
-   requests back
+7. 3 idle PVs with a small `--qps`/`--burst`: in the audit log no window of flexcsi's requests
+   holds more than burst + qps x (its length + 1 s) (client-go's token bucket), and the limit
+   did hold requests back
 9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
    rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
    on a Retain PV
@@ -381,7 +381,7 @@ class MigrateSuite(unittest.TestCase):
             wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
 
     def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
-        ns, count, qps, burst = "limited", 6, 4, 6
+        ns, count, qps, burst = "limited", 3, 5, 5
         names = ["lim-%d" % i for i in range(count)]
         objects = [clustertest.namespace_object(ns)]
         for n in names:
@@ -390,7 +390,7 @@ class MigrateSuite(unittest.TestCase):
         wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
         seen = len(clustertest.CLUSTER.audit_events())
         started = time.monotonic()
-        moved = migrate("apply", "--all", "-n", ns, "--parallel", "6", "--qps", str(qps),
+        moved = migrate("apply", "--all", "-n", ns, "--parallel", "3", "--qps", str(qps),
                         "--burst", str(burst), journal=os.path.join(PLUGINS.dir, "journal-lim"))
         elapsed = time.monotonic() - started
         self.assertEqual(moved.returncode, 0, moved.stdout + moved.stderr)

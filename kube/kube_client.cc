@@ -78,7 +78,7 @@ class KubeClient::Impl {
     if (rate_limit) throttle_ = std::make_unique<RequestThrottle>(*rate_limit);
   }
 
-  // Every request goes out through here: past the rate limit, then counted.
+  // Every request goes out through here (after its token, when rate-limited), and is counted.
   HttpResponse Send(const HttpRequest& request, const Credentials& credentials) {
     requests_.fetch_add(1);
     return transport_.Perform(request, credentials);
@@ -144,10 +144,15 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
   Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(5));
   bool reran_exec_plugin = false;
   int retries = 0;
+  Status last_failure;  // the answer that made us retry
   for (bool first_attempt = true;; first_attempt = false) {
     if (!first_attempt && throttle_) {
       if (Status s = throttle_->Wait(deadline); !s.ok()) {
-        return s.WithContext(method + " " + path_and_query.substr(0, path_and_query.find('?')));
+        if (last_failure.ok()) {
+          return s.WithContext(method + " " + path_and_query.substr(0, path_and_query.find('?')));
+        }
+        return Status(last_failure.code(),
+                      last_failure.message() + " (gave up: " + s.message() + ")");
       }
     }
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -205,6 +210,7 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
                                         " ms would pass the request timeout)");
     }
     std::this_thread::sleep_for(pause);
+    last_failure = failure;
     ++retries;
   }
 }

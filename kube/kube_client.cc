@@ -7,6 +7,7 @@
 #include "kube/backoff.h"
 #include "kube/exec_credential.h"
 #include "kube/http_transport.h"
+#include "kube/rate_limiter.h"
 #include "kube/watch_decoder.h"
 
 namespace flexcsi::kube {
@@ -68,12 +69,19 @@ std::string TrimSpace(const std::string& s) {
 
 class KubeClient::Impl {
  public:
-  explicit Impl(ClientConfig config)
+  Impl(ClientConfig config, std::optional<TokenBucketSize> rate_limit)
       : config_(std::move(config)),
         transport_(TransportSettings{config_.server, config_.tls_server_name, config_.proxy_url,
                                      config_.insecure_skip_tls_verify, config_.ca_pem,
                                      config_.user_agent}) {
     if (config_.exec) exec_ = std::make_unique<ExecCredentialProvider>(*config_.exec, config_);
+    if (rate_limit) throttle_ = std::make_unique<RequestThrottle>(*rate_limit);
+  }
+
+  // Every request goes out through here (after its token, when rate-limited), and is counted.
+  HttpResponse Send(const HttpRequest& request, const Credentials& credentials) {
+    requests_.fetch_add(1);
+    return transport_.Perform(request, credentials);
   }
 
   // One API call with retries; returns the parsed 2xx body.
@@ -89,6 +97,8 @@ class KubeClient::Impl {
   ClientConfig config_;
   HttpTransport transport_;
   std::unique_ptr<ExecCredentialProvider> exec_;
+  std::unique_ptr<RequestThrottle> throttle_;  // null: no client-side rate limit
+  std::atomic<uint64_t> requests_{0};
 };
 
 StatusOr<Credentials> KubeClient::Impl::CurrentCredentials(uint64_t* exec_generation) {
@@ -125,11 +135,26 @@ StatusOr<Credentials> KubeClient::Impl::CurrentCredentials(uint64_t* exec_genera
 
 StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::string& path_and_query,
                                       const std::string& content_type, const std::string& body) {
+  // As client-go's Request.request: the first attempt waits for its token before the request
+  // timeout starts (a throttled client must not time out a request it has not even sent); every
+  // later attempt (a retry, the repeat after an exec plugin's 401) takes a token too, within the
+  // timeout.
+  if (throttle_) FLEXCSI_RETURN_IF_ERROR(throttle_->Wait());
   const Clock::time_point deadline = Clock::now() + config_.request_timeout;
   Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(5));
   bool reran_exec_plugin = false;
   int retries = 0;
-  while (true) {
+  Status last_failure;  // the answer that made us retry
+  for (bool first_attempt = true;; first_attempt = false) {
+    if (!first_attempt && throttle_) {
+      if (Status s = throttle_->Wait(deadline); !s.ok()) {
+        if (last_failure.ok()) {
+          return s.WithContext(method + " " + path_and_query.substr(0, path_and_query.find('?')));
+        }
+        return Status(last_failure.code(),
+                      last_failure.message() + " (gave up: " + s.message() + ")");
+      }
+    }
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (remaining.count() <= 0) {
       return DeadlineExceeded(method + " " + path_and_query.substr(0, path_and_query.find('?')) +
@@ -145,7 +170,7 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
     request.content_type = content_type;
     request.body = body;
     request.timeout = remaining;
-    HttpResponse response = transport_.Perform(request, *credentials);
+    HttpResponse response = Send(request, *credentials);
 
     Status failure;
     std::optional<std::chrono::milliseconds> wait;
@@ -185,6 +210,7 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
                                         " ms would pass the request timeout)");
     }
     std::this_thread::sleep_for(pause);
+    last_failure = failure;
     ++retries;
   }
 }
@@ -198,7 +224,16 @@ HttpResponse KubeClient::Impl::Stream(HttpRequest request) {
       failed.transport = credentials.status();
       return failed;
     }
-    HttpResponse response = transport_.Perform(request, *credentials);
+    if (throttle_) {
+      // As client-go's Watch: the opening request waits for a token, without a deadline; the
+      // watch's stop flag ends the wait.
+      if (Status s = throttle_->Wait(std::nullopt, request.should_cancel); !s.ok()) {
+        HttpResponse stopped;
+        stopped.transport = s;
+        return stopped;
+      }
+    }
+    HttpResponse response = Send(request, *credentials);
     if (response.transport.ok() && response.http_code == 401 && exec_ && attempt == 0) {
       exec_->Invalidate(generation);
       continue;
@@ -217,7 +252,10 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(ClientConfig config) {
     return InvalidArgument("kube client: request timeout must be positive");
   }
   if (config.max_retries < 0) config.max_retries = 0;
-  return std::unique_ptr<KubeClient>(new KubeClient(std::make_unique<Impl>(std::move(config))));
+  auto rate_limit = ResolveRateLimit(config.rate_limit);
+  if (!rate_limit.ok()) return rate_limit.status();
+  return std::unique_ptr<KubeClient>(
+      new KubeClient(std::make_unique<Impl>(std::move(config), *rate_limit)));
 }
 
 KubeClient::KubeClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -225,6 +263,17 @@ KubeClient::~KubeClient() = default;
 
 const std::string& KubeClient::DefaultNamespace() const { return impl_->config_.namespace_; }
 const ClientConfig& KubeClient::config() const { return impl_->config_; }
+
+KubeClient::RequestStats KubeClient::Stats() const {
+  RequestStats stats;
+  stats.requests = impl_->requests_.load();
+  if (impl_->throttle_) {
+    stats.rate_limit = impl_->throttle_->size();
+    stats.delayed_requests = impl_->throttle_->delayed_requests();
+    stats.total_delay = impl_->throttle_->total_delay();
+  }
+  return stats;
+}
 
 StatusOr<Json> KubeClient::Get(const ResourcePath& object) {
   return impl_->Call("GET", object.UrlPath(), "", "");

@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "kube/kube_config.h"
+#include "kube/rate_limiter.h"
 
 namespace flexcsi::kube {
 
@@ -104,8 +105,19 @@ class KubeClient {
   const std::string& DefaultNamespace() const;
   const ClientConfig& config() const;
 
+  // What this client has sent so far: every request that went out (retries and watches
+  // included), and what the client-side rate limit (config().rate_limit) cost.
+  struct RequestStats {
+    uint64_t requests = 0;
+    std::optional<TokenBucketSize> rate_limit;  // nullopt: no limit
+    uint64_t delayed_requests = 0;              // requests that waited for a token
+    std::chrono::milliseconds total_delay{0};   // their waits added up
+  };
+  RequestStats Stats() const;
+
   // Each call is retried on 429 and 5xx with backoff honouring Retry-After, up to the
-  // configured limits; 4xx answers are returned at once.
+  // configured limits; 4xx answers are returned at once. Every attempt, and every watch's opening
+  // request, first passes the client-side rate limit when one is configured (rate_limiter.h).
   StatusOr<nlohmann::json> Get(const ResourcePath& object);
   // GET of a path outside the resource tree, for discovery (discovery.h): "/version", "/apis",
   // "/apis/<group>/<version>". `url_path` must start with '/' and carries no query.

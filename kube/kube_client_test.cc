@@ -422,6 +422,37 @@ TEST_F(KubeClientTest, TooManyRequestsAndServerErrorsAreRetried) {
   Control("fail", {{"clear", true}});
 }
 
+// Retries after 5xx and a watch's opening request pass the client-side rate limit like any
+// first attempt: one token a second, none saved up, so each of them waits for its own.
+TEST_F(KubeClientTest, RetriesAndWatchesPassTheRateLimitToo) {
+  ClientConfig limited = client_->config();
+  limited.rate_limit = RateLimit{1, 1};
+  std::unique_ptr<KubeClient> client = Connect(limited);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Stats().rate_limit.has_value());
+  Control("fail", {{"code", 500}, {"count", 2}, {"retryAfterSeconds", 0}, {"method", "POST"}});
+  StatusOr<Json> created = client->Create(ConfigMaps(), ConfigMap("limited", "v"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  KubeClient::RequestStats after_create = client->Stats();
+  EXPECT_EQ(after_create.requests, 3u) << "the create and its two retries";
+  EXPECT_EQ(after_create.delayed_requests, 2u) << "each retry waited for its token";
+
+  WatchOptions watch;
+  watch.timeout_seconds = 1;
+  Status watched = client->Watch(ConfigMaps(), watch, [](const WatchEvent&) { return true; });
+  EXPECT_TRUE(watched.ok()) << watched.ToString();
+  KubeClient::RequestStats after_watch = client->Stats();
+  EXPECT_EQ(after_watch.requests, 4u);
+  EXPECT_EQ(after_watch.delayed_requests, 3u) << "the watch waited for its token";
+  EXPECT_FALSE(client_->Stats().rate_limit.has_value()) << "no limit unless configured";
+
+  ClientConfig bad = client_->config();
+  bad.rate_limit = RateLimit{5, -1};
+  auto refused = KubeClient::Create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--burst"), std::string::npos);
+}
+
 // Owns its server: it kills it.
 TEST(KubeClientCrashTest, KilledServerGivesUnavailableWithinTimeout) {
   TestApiServer server;

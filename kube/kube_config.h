@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kube/rate_limiter.h"
 
 namespace flexcsi::kube {
 
@@ -56,6 +57,8 @@ struct ClientConfig {
   std::string user_agent = "flexcsi";
   std::chrono::milliseconds request_timeout{30000};
   int max_retries = 5;  // 429/5xx and transport errors
+  // Client-side rate limit of every request (rate_limiter.h); none unless a program sets one.
+  RateLimit rate_limit;
 };
 
 // Resolves flags, environment and files into one ClientConfig, or says precisely what is

@@ -21,6 +21,7 @@
 #include "migrate/progress_board.h"
 #include "migrate/pv_mover.h"
 #include "migrate/report.h"
+#include "migrate/request_stats.h"
 #include "migrate/rollback_selection.h"
 #include "migrate/storage_class_mover.h"
 #include "migrate/storage_class_selection.h"
@@ -49,6 +50,7 @@ struct CommonFlags {
   std::string rules;
   std::string output = "table";
   std::string journal;
+  kube::RateLimit rate_limit{kDefaultQps, kDefaultBurst};
 };
 
 void AddKubeFlags(CLI::App& app, CommonFlags& f) {
@@ -57,6 +59,13 @@ void AddKubeFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--context", f.kube.context, "kubeconfig context");
   app.add_option("-n,--namespace", f.kube.namespace_,
                  "only PVs claimed from this namespace (default: all)");
+  app.add_option("--qps", f.rate_limit.qps,
+                 "API requests per second, client-side, as client-go's QPS: 0 means client-go's "
+                 "5, negative no limit (default " + std::to_string(kDefaultQps) + ")");
+  app.add_option("--burst", f.rate_limit.burst,
+                 "API requests allowed at once above --qps, as client-go's Burst: 0 means "
+                 "client-go's 10 (default " + std::to_string(kDefaultBurst) + ")")
+      ->check(CLI::NonNegativeNumber);
 }
 
 StatusOr<translator::Translator> MakeTranslator(const std::string& rules_file) {
@@ -66,12 +75,13 @@ StatusOr<translator::Translator> MakeTranslator(const std::string& rules_file) {
   return translator::Translator(std::move(*rules));
 }
 
-StatusOr<std::unique_ptr<kube::KubeClient>> MakeClient(const kube::ConfigFlags& flags) {
+StatusOr<std::unique_ptr<kube::KubeClient>> MakeClient(const CommonFlags& flags) {
   // The namespace flag filters claims; the client itself always works cluster-wide.
-  kube::ConfigFlags f = flags;
+  kube::ConfigFlags f = flags.kube;
   f.namespace_.clear();
   auto config = kube::LoadClientConfig(f);
   if (!config.ok()) return config.status();
+  config->rate_limit = flags.rate_limit;
   return kube::KubeClient::Create(std::move(*config));
 }
 
@@ -110,7 +120,7 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   auto translator = MakeTranslator(f.rules);
   if (!translator.ok()) return Error(err, "plan", translator.status());
-  auto client = MakeClient(f.kube);
+  auto client = MakeClient(f);
   if (!client.ok()) return Error(err, "plan", client.status());
   auto objects = ListClusterObjects(**client, f.kube.namespace_);
   if (!objects.ok()) return Error(err, "plan", objects.status());
@@ -208,7 +218,7 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
 
   auto translator = MakeTranslator(f.rules);
   if (!translator.ok()) return Error(err, name, translator.status());
-  auto client = MakeClient(f.kube);
+  auto client = MakeClient(f);
   if (!client.ok()) return Error(err, name, client.status());
   if (!rollback) {
     // Before the journal or any write, dry runs included (dryRun=All came after 1.10).
@@ -277,6 +287,7 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
   }
 
   std::vector<MoveResult> moved;
+  const auto started = std::chrono::steady_clock::now();
   {
     // The board's live line ends (with the final tally) before the report is printed.
     ProgressBoard board(err, ProgressLive(err), names.size(), rollback ? "rolled back" : "moved");
@@ -294,12 +305,16 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     moved = rollback ? runner.Rollback(units) : runner.Apply(units);
   }
   for (auto& r : moved) results.push_back(std::move(r));
+<<<<<<< HEAD
   // StorageClasses after the PVs, one at a time (each is a delete and a create).
   StorageClassMover class_mover(client->get(), journal.get(), &*translator,
                                 class_selection->flex_provisioners, dry_run);
   for (const auto& c : class_names) {
     results.push_back(rollback ? class_mover.Rollback(c) : class_mover.Apply(c));
   }
+=======
+  PrintRequestStats((*client)->Stats(), std::chrono::steady_clock::now() - started, err);
+>>>>>>> h27-rate
   if (f.output == "json") {
     out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";
   } else {

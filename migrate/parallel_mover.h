@@ -30,7 +30,11 @@
 
 namespace flexcsi::migrate {
 
-constexpr int kDefaultParallel = 4;
+// Defaults of `flexcsi migrate apply`: --parallel, --qps and --burst (docs/migration.md,
+// "Defaults and the load on the API server", has the figures behind them).
+constexpr int kDefaultParallel = 32;
+constexpr int kDefaultQps = 100;
+constexpr int kDefaultBurst = 200;
 
 struct MoveUnit {
   std::vector<ScaledWorkload> workloads;  // empty: a PV on its own; replicas unused here

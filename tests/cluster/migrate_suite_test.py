@@ -22,14 +22,19 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    back once (audit log), pods back with their data; then `rollback --all --scale-down` takes
    the six back to their FlexVolume PVs under one scale-down too (audit log), data unchanged
 6. 12 idle PVs with `--parallel 6`, killed with -9 while several move, resumed: all moved
+7. 3 idle PVs with a small `--qps`/`--burst`: in the audit log no window of flexcsi's requests
+   holds more than burst + qps x (its length + 1 s) (client-go's token bucket), and the limit
+   did hold requests back
 9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
    rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
    on a Retain PV
 """
 import concurrent.futures
+import datetime
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -138,6 +143,12 @@ def flex_pv(name, volume_id, claim_ns, reclaim="Retain"):
                      "claimRef": {"namespace": claim_ns, "name": name},
                      "flexVolume": {"driver": flex_driver(SHAPE), "fsType": "xfs",
                                     "options": {"volumeID": volume_id}}}}
+
+
+def audit_seconds(stamp):
+    """An audit event's RFC 3339 time (microseconds, UTC) as seconds."""
+    return datetime.datetime.strptime(stamp[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def bound_claim(ns, name):
@@ -558,6 +569,47 @@ class MigrateSuite(unittest.TestCase):
             self.assertEqual(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete", n)
             self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n], n)
             wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
+
+    def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
+        ns, count, qps, burst = "limited", 3, 5, 5
+        names = ["lim-%d" % i for i in range(count)]
+        objects = [clustertest.namespace_object(ns)]
+        for n in names:
+            objects += [flex_pv(n, "lim-volume-" + n, ns, reclaim="Delete"), bound_claim(ns, n)]
+        apply(objects)
+        wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+        seen = len(clustertest.CLUSTER.audit_events())
+        started = time.monotonic()
+        moved = migrate("apply", "--all", "-n", ns, "--parallel", "3", "--qps", str(qps),
+                        "--burst", str(burst), journal=os.path.join(PLUGINS.dir, "journal-lim"))
+        elapsed = time.monotonic() - started
+        self.assertEqual(moved.returncode, 0, moved.stdout + moved.stderr)
+        for n in names:
+            self.assertEqual(get("pv", n)["spec"]["csi"]["driver"], DRIVER, n)
+        stamps = sorted(audit_seconds(e["requestReceivedTimestamp"])
+                        for e in clustertest.CLUSTER.audit_events()[seen:]
+                        if e.get("userAgent", "").startswith("flexcsi"))
+        # The server stamps a request when it arrives, a little after the client let it go, and
+        # the first requests also wait for their TLS handshakes: requests let go over a little
+        # more than a window may arrive within it. Up to a second of such delay is allowed for
+        # (+ qps); without the limit the run sends far more (49 requests a PV, bench/README.md).
+        worst = {}
+        for window in (0.5, 1, 2, 5, 10, 30):
+            most, i = 0, 0
+            for j, t in enumerate(stamps):
+                while t - stamps[i] > window:
+                    i += 1
+                most = max(most, j - i + 1)
+            worst[window] = most
+            self.assertLessEqual(most, burst + qps * (window + 1),
+                                 "%d requests within %.1f s" % (most, window))
+        held = re.search(r"held (\d+) of them back", moved.stderr)
+        print("\n%d PVs with --qps %d --burst %d: %d requests in %.1f s (%.1f/s), the most in a "
+              "window: %s; %s" % (count, qps, burst, len(stamps), elapsed,
+                                  len(stamps) / elapsed, worst,
+                                  held.group(0) if held else moved.stderr[-300:]), flush=True)
+        self.assertTrue(held and int(held.group(1)) > 0,
+                        "the limit held nothing back: " + moved.stderr[-500:])
 
     def test_9_the_real_audit_log_keeps_the_stand_ins_rules(self):
         # flexcsi migrate's own requests (flexcsi-controller, run by test 0, has its own agent)

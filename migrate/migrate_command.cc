@@ -305,16 +305,13 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     moved = rollback ? runner.Rollback(units) : runner.Apply(units);
   }
   for (auto& r : moved) results.push_back(std::move(r));
-<<<<<<< HEAD
   // StorageClasses after the PVs, one at a time (each is a delete and a create).
   StorageClassMover class_mover(client->get(), journal.get(), &*translator,
                                 class_selection->flex_provisioners, dry_run);
   for (const auto& c : class_names) {
     results.push_back(rollback ? class_mover.Rollback(c) : class_mover.Apply(c));
   }
-=======
   PrintRequestStats((*client)->Stats(), std::chrono::steady_clock::now() - started, err);
->>>>>>> h27-rate
   if (f.output == "json") {
     out << ResultsToJson(dry_run ? "apply --dry-run" : name, results).dump(2) << "\n";
   } else {

@@ -67,10 +67,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def port_open(port):
+def port_open(port, address="127.0.0.1"):
     with socket.socket() as s:
         s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((address, port)) == 0
 
 
 class ClusterError(RuntimeError):
@@ -288,12 +288,14 @@ class Cluster:
         proc = self.procs[name]
         proc.stop(sig)
         proc.start()
-        if name == "kubelet":
+        node = next((n for n in self.nodes if name == "kubelet-" + n.name), None)
+        if name == "kubelet" or node:
             # The node stays Ready in the API until kubelet's status times out, so that says
             # nothing about the new kubelet: wait until it serves what the API server dials
             # for exec and logs.
             self._wait("kubelet to serve again", time.monotonic() + 60,
-                       lambda: port_open(self.kubelet_port), "kubelet")
+                       lambda: port_open(node.kubelet_port if node else self.kubelet_port,
+                                         node.address if node else "127.0.0.1"), name)
 
     def _wait(self, what, deadline, ready, component):
         while time.monotonic() < deadline:

@@ -48,7 +48,6 @@ bool WantsBlockOnly(const google::protobuf::RepeatedPtrField<VolumeCapability>& 
 
 bool ControllerServer::IsKnownNode(const std::string& node_id) const {
   if (node_id == options_.node_id) return true;
-  if (!options_.shared_store.empty()) return true;  // every node reaches the store
   return std::find(options_.extra_node_ids.begin(), options_.extra_node_ids.end(), node_id) !=
          options_.extra_node_ids.end();
 }
@@ -63,7 +62,6 @@ void ControllerServer::FillVolume(const VolumeRecord& record, csi::v1::Volume* v
   } else if (!record.source_volume_id.empty()) {
     volume->mutable_content_source()->mutable_volume()->set_volume_id(record.source_volume_id);
   }
-  if (!options_.shared_store.empty()) return;  // reachable from every node: no topology
   (*volume->add_accessible_topology()->mutable_segments())[kTopologyNodeKey] = options_.node_id;
 }
 
@@ -120,7 +118,7 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
     capability_fs = named;
   }
   if (!fs_from_parameter && !capability_fs.empty()) fs_type = capability_fs;
-  if (options_.shared_store.empty() && request.has_accessibility_requirements() &&
+  if (request.has_accessibility_requirements() &&
       !request.accessibility_requirements().requisite().empty()) {
     bool reachable = false;
     for (const csi::v1::Topology& topology : request.accessibility_requirements().requisite()) {

@@ -36,12 +36,6 @@ struct DriverOptions {
   bool controller_attach = true;  // false: --no-attach (no PUBLISH_UNPUBLISH_VOLUME)
   bool expand = true;             // false: --no-expand
   int64_t max_volumes_per_node = 64;
-  // --shared-store DIR: imitates network block storage. Volumes' backing files live in
-  // DIR/volumes, a folder every node sees; volumes carry no topology; ControllerPublish accepts
-  // any node id (still one node at a time for single-node access modes); a node's instance
-  // takes up a volume it does not know at NodeStage (NodePublish without staging) from the
-  // store and forgets it again at NodeUnstage (the last NodeUnpublish). Empty: node-local.
-  std::string shared_store;
 };
 
 }  // namespace loopback

@@ -88,10 +88,6 @@ int Run(int argc, char** argv) {
   app.add_flag("--no-volume-mount-group", no_volume_mount_group,
                "do not offer VOLUME_MOUNT_GROUP; a volume_mount_group sent anyway is "
                "INVALID_ARGUMENT");
-  app.add_option("--shared-store", options.shared_store,
-                 "absolute directory every node sees: volumes' backing files live there and "
-                 "ControllerPublish attaches them to any node, one at a time (network block "
-                 "storage); without it volumes are node-local, with topology");
   app.add_option("--extra-node-id", options.extra_node_ids,
                  "further node ids ControllerPublishVolume accepts (repeatable)");
   app.add_option("--max-volumes-per-node", options.max_volumes_per_node,
@@ -148,13 +144,6 @@ int Run(int argc, char** argv) {
   if (!state.ok()) {
     spdlog::error("cannot load state: {}", state.status().ToString());
     return 1;
-  }
-  if (!options.shared_store.empty()) {
-    Status shared = (*state)->UseVolumesDir(options.shared_store + "/volumes");
-    if (!shared.ok()) {
-      spdlog::error("--shared-store: {}", shared.ToString());
-      return 2;
-    }
   }
   for (const std::string& socket_path : socket_paths) {
     Status prepared = PrepareSocketPath(socket_path);

@@ -13,7 +13,6 @@
 #include <optional>
 
 #include "common/mount_table.h"
-#include "drivers/loopback/backing_file.h"
 #include "drivers/loopback/filesystem.h"
 #include "drivers/loopback/grpc_status.h"
 #include "drivers/loopback/loop_device.h"
@@ -259,8 +258,7 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(CheckMountGroupOffered(capability));
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume =
-      VolumeForUse(request.volume_id(), capability, request.volume_context());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
   const std::string file = state_->VolumeFilePath(volume->id);
@@ -323,39 +321,6 @@ grpc::Status NodeServer::NodeUnstageVolume(grpc::ServerContext*,
                 DoUnstage(*request));
 }
 
-std::optional<VolumeRecord> NodeServer::VolumeForUse(
-    const std::string& volume_id, const VolumeCapability& capability,
-    const google::protobuf::Map<std::string, std::string>& volume_context) {
-  std::optional<VolumeRecord> volume = state_->GetVolume(volume_id);
-  if (volume || options_.shared_store.empty()) return volume;
-  StatusOr<int64_t> size = FileSize(state_->VolumeFilePath(volume_id));
-  if (!size.ok()) return std::nullopt;  // not in the store either
-  VolumeRecord taken;
-  taken.id = volume_id;
-  taken.name = volume_id;
-  taken.taken_up = true;
-  taken.capacity_bytes = *size;
-  taken.block = capability.has_block();
-  auto named = volume_context.find("fsType");
-  taken.fs_type = named != volume_context.end() && !named->second.empty() ? named->second
-                  : capability.has_mount() && !capability.mount().fs_type().empty()
-                      ? capability.mount().fs_type()
-                      : "ext4";
-  StatusOr<VolumeRecord> stored = state_->PutVolume(taken);
-  if (!stored.ok()) return std::nullopt;
-  spdlog::info("volume {} taken up from the shared store", volume_id);
-  return *stored;
-}
-
-Status NodeServer::KeepOrForget(const VolumeRecord& volume) {
-  if (volume.taken_up && volume.staging_path.empty() && volume.device.empty() &&
-      volume.node_publications.empty()) {
-    spdlog::info("volume {} left this node; its record is forgotten", volume.id);
-    return state_->RemoveVolume(volume.id);
-  }
-  return state_->PutVolume(volume).status();
-}
-
 Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.staging_target_path(), "staging_target_path"));
@@ -379,11 +344,11 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
     FLEXCSI_RETURN_IF_ERROR(UnmountAll(path));
   }
   FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
-  if (volume->staging_path.empty() && volume->device.empty()) return KeepOrForget(*volume);
+  if (volume->staging_path.empty() && volume->device.empty()) return Status::Ok();
   volume->staging_path.clear();
   volume->staged_capability_key.clear();
   volume->device.clear();
-  return KeepOrForget(*volume);
+  return state_->PutVolume(*volume).status();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,10 +372,7 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
   }
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume =
-      options_.stage_unstage ? state_->GetVolume(request.volume_id())
-                             : VolumeForUse(request.volume_id(), capability,
-                                            request.volume_context());
+  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
 
@@ -555,7 +517,7 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
     FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(state_->VolumeFilePath(volume->id)));
     volume->device.clear();
   }
-  return KeepOrForget(*volume);
+  return state_->PutVolume(*volume).status();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -756,7 +718,6 @@ grpc::Status NodeServer::NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeGe
                                      csi::v1::NodeGetInfoResponse* response) {
   response->set_node_id(options_.node_id);
   response->set_max_volumes_per_node(options_.max_volumes_per_node);
-  if (!options_.shared_store.empty()) return grpc::Status::OK;  // no topology: see FillVolume
   (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
       options_.node_id;
   return grpc::Status::OK;

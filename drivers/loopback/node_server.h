@@ -45,15 +45,6 @@ class NodeServer final : public csi::v1::Node::Service {
                            csi::v1::NodeGetInfoResponse*) override;
 
  private:
-  // The volume's record on this node; with --shared-store, a volume this node does not know
-  // yet is taken up from the store's backing file (nullopt when that is missing too).
-  std::optional<VolumeRecord> VolumeForUse(const std::string& volume_id,
-                                           const csi::v1::VolumeCapability& capability,
-                                           const google::protobuf::Map<std::string, std::string>&
-                                               volume_context);
-  // Stores the record; with --shared-store, forgets it instead once nothing of the volume is
-  // left on this node (staged, attached or published): the next node may take it up.
-  Status KeepOrForget(const VolumeRecord& volume);
   Status DoStage(const csi::v1::NodeStageVolumeRequest& request);
   Status DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request);
   Status DoPublish(const csi::v1::NodePublishVolumeRequest& request);

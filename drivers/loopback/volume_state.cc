@@ -52,8 +52,7 @@ json ToJson(const VolumeRecord& v) {
               {"staging_path", v.staging_path},
               {"staged_capability", v.staged_capability_key},
               {"device", v.device},
-              {"node_publications", node},
-              {"taken_up", v.taken_up}};
+              {"node_publications", node}};
 }
 
 VolumeRecord VolumeFromJson(const json& j) {
@@ -74,7 +73,6 @@ VolumeRecord VolumeFromJson(const json& j) {
   v.staging_path = j.at("staging_path").get<std::string>();
   v.staged_capability_key = j.at("staged_capability").get<std::string>();
   v.device = j.at("device").get<std::string>();
-  v.taken_up = j.value("taken_up", false);  // newer than the format
   for (const auto& [target, pub] : j.at("node_publications").items()) {
     // mount_group is newer than the format: states written before it have none.
     v.node_publications[target] = {pub.at("readonly").get<bool>(),
@@ -145,19 +143,7 @@ Status WriteFileAtomically(const std::string& dir, const std::string& path,
 
 }  // namespace
 
-VolumeState::VolumeState(std::string state_dir)
-    : state_dir_(std::move(state_dir)), volumes_dir_(state_dir_ + "/volumes") {}
-
-Status VolumeState::UseVolumesDir(const std::string& dir) {
-  if (dir.empty() || dir[0] != '/') {
-    return InvalidArgument("volumes dir must be an absolute path, got '" + dir + "'");
-  }
-  const std::string store = dir.substr(0, dir.find_last_of('/'));
-  if (!store.empty()) FLEXCSI_RETURN_IF_ERROR(MakeDir(store));  // --shared-store itself
-  FLEXCSI_RETURN_IF_ERROR(MakeDir(dir));
-  volumes_dir_ = dir;
-  return Status::Ok();
-}
+VolumeState::VolumeState(std::string state_dir) : state_dir_(std::move(state_dir)) {}
 
 StatusOr<std::unique_ptr<VolumeState>> VolumeState::Open(const std::string& state_dir) {
   if (state_dir.empty() || state_dir[0] != '/') {
@@ -185,7 +171,7 @@ VolumeState::~VolumeState() {
 }
 
 std::string VolumeState::VolumeFilePath(const std::string& volume_id) const {
-  return volumes_dir_ + "/" + volume_id + ".img";
+  return state_dir_ + "/volumes/" + volume_id + ".img";
 }
 
 std::string VolumeState::SnapshotFilePath(const std::string& snapshot_id) const {

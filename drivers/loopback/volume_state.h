@@ -54,9 +54,6 @@ struct VolumeRecord {
   std::string staged_capability_key;
   std::string device;
   std::map<std::string, NodePublication> node_publications;  // by target path
-  // --shared-store: this node took the volume up from the store (another instance created it);
-  // such a record is forgotten once nothing of the volume is left on this node.
-  bool taken_up = false;
 };
 
 struct SnapshotRecord {
@@ -87,9 +84,6 @@ class VolumeState {
   std::string VolumeFilePath(const std::string& volume_id) const;
   std::string SnapshotFilePath(const std::string& snapshot_id) const;
   const std::string& state_dir() const { return state_dir_; }
-  // Puts volumes' backing files in `dir` (created when missing) instead of <state_dir>/volumes:
-  // the shared store of --shared-store. Call before serving.
-  Status UseVolumesDir(const std::string& dir);
 
   std::optional<VolumeRecord> GetVolume(const std::string& id) const;
   std::optional<VolumeRecord> FindVolumeByName(const std::string& name) const;
@@ -116,7 +110,6 @@ class VolumeState {
   Status SaveLocked() const;
 
   const std::string state_dir_;
-  std::string volumes_dir_;
   int lock_fd_ = -1;  // flock'ed <state_dir>/lock
   mutable std::mutex mu_;
   uint64_t next_seq_ = 1;                            // guarded by mu_

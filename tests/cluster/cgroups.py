@@ -70,6 +70,14 @@ class ClusterCgroups:
     def pods_root(self):
         return os.path.join(self.relative, "pods")
 
+    def create_node_root(self, node_name):
+        """A pods root of its own for one node of a multi-node cluster (kubelet's
+        --cgroup-root), inside the cluster's subtree so teardown removes it with the rest."""
+        relative = os.path.join(self.relative, "pods-" + node_name)
+        for mount in self.hierarchies:
+            _make_group(mount, self._dir(mount, relative))
+        return relative
+
     def _dir(self, mount, relative):
         return os.path.join(mount, relative.lstrip("/"))
 

@@ -25,6 +25,7 @@ import cgroups
 import images
 from kube_version import KubeVersion
 import namespace
+import nodes as cluster_nodes
 import pki
 
 NODE_NAME = "flexcsi-node"
@@ -66,10 +67,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def port_open(port):
+def port_open(port, address="127.0.0.1"):
     with socket.socket() as s:
         s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((address, port)) == 0
 
 
 class ClusterError(RuntimeError):
@@ -126,10 +127,16 @@ class Cluster:
     node_paths: where kubelet's root and plugin dirs are (KUBEADM_PATHS' keys), for a node that
     keeps them elsewhere; used for those of its values that are in host_paths.
 
-    controller_manager_flags: added to kube-controller-manager's command line."""
+    controller_manager_flags: added to kube-controller-manager's command line.
+
+    nodes: how many kubelet nodes (default 1: the node is `node_name`, in the suite's own
+    namespaces). With more, each node is `<node_name>-<i>` in a network and mount namespace of its
+    own (nodes.py), reaching the API server over a bridge in the suite's private network
+    namespace; `self.nodes` lists them."""
 
     def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
-                 pod_network=False, controller_manager_flags=(), node_paths=KUBEADM_PATHS):
+                 pod_network=False, controller_manager_flags=(), node_paths=KUBEADM_PATHS,
+                 nodes=1):
         self.bin = assets_bin
         # every flag that differs between Kubernetes releases comes from here
         self.version = KubeVersion.of_binaries(assets_bin)
@@ -160,6 +167,12 @@ class Cluster:
         self.procs = {}
         self.cgroups = None
         self.timings = {}
+        self.nodes = [cluster_nodes.Node(self.dir, i, "%s-%d" % (node_name, i))
+                      for i in range(nodes)] if nodes > 1 else []
+        if self.nodes:
+            if pod_network or host_paths:
+                raise ClusterError("nodes > 1 runs without pod_network and host_paths")
+            self.node_name = self.nodes[0].name
 
     # ----- life cycle -------------------------------------------------------------------
 
@@ -179,7 +192,7 @@ class Cluster:
     def _start(self, timeout):
         sweep_stale_clusters()
         for d in (self.logs, self.kubelet_root, self.plugin_dir, self.controller_plugin_dir,
-                  os.path.dirname(self.containerd_socket)):
+                  os.path.dirname(self.containerd_socket), *[n.dir for n in self.nodes]):
             if d not in self.host_paths:  # those are made by _private_host_paths
                 os.makedirs(d, exist_ok=True)
         namespace.make_rshared_root()
@@ -190,6 +203,11 @@ class Cluster:
         self._private_files()
         if self.pod_network:
             self._private_network()
+        if self.nodes:
+            if not namespace.in_private_network_namespace():
+                raise ClusterError("nodes > 1 needs a private network namespace "
+                                   "(clustertest.main(pod_network=True) runs the suite in one)")
+            cluster_nodes.make_bridge()
         self.cgroups = cgroups.ClusterCgroups()
         self.cgroups.create()
         self.cgroups.join()
@@ -200,13 +218,18 @@ class Cluster:
         self._wait("the API server to be ready", deadline,
                    lambda: self._kubectl_ok("get", "--raw", self.version.readiness_path),
                    "kube-apiserver")
-        self._start_containerd()
-        self._wait("containerd's socket", deadline,
-                   lambda: os.path.exists(self.containerd_socket), "containerd")
-        self._start_controller_manager_and_scheduler()
-        self._import_images()
-        self._start_kubelet()
-        self._wait("node %s to be Ready" % self.node_name, deadline, self.node_ready, "kubelet")
+        if self.nodes:
+            self._start_controller_manager_and_scheduler()
+            self._start_nodes(deadline)
+        else:
+            self._start_containerd()
+            self._wait("containerd's socket", deadline,
+                       lambda: os.path.exists(self.containerd_socket), "containerd")
+            self._start_controller_manager_and_scheduler()
+            self._import_images()
+            self._start_kubelet()
+            self._wait("node %s to be Ready" % self.node_name, deadline, self.node_ready,
+                       "kubelet")
         # Pods cannot be created in a namespace before its default service account exists.
         self._wait("the default service account", deadline,
                    lambda: self._kubectl_ok("get", "serviceaccount", "default"),
@@ -219,6 +242,8 @@ class Cluster:
         left = []
         # The cluster is thrown away: nothing needs a graceful stop (kube-scheduler alone would
         # take 10 s over SIGTERM). Pods' volumes are unmounted below, not by kubelet.
+        for node in self.nodes:
+            node.unmount_all(self.dir)
         for proc in self.procs.values():
             proc.stop(signal.SIGKILL)
         if self.cgroups is not None:
@@ -263,12 +288,14 @@ class Cluster:
         proc = self.procs[name]
         proc.stop(sig)
         proc.start()
-        if name == "kubelet":
+        node = next((n for n in self.nodes if name == "kubelet-" + n.name), None)
+        if name == "kubelet" or node:
             # The node stays Ready in the API until kubelet's status times out, so that says
             # nothing about the new kubelet: wait until it serves what the API server dials
             # for exec and logs.
             self._wait("kubelet to serve again", time.monotonic() + 60,
-                       lambda: port_open(self.kubelet_port), "kubelet")
+                       lambda: port_open(node.kubelet_port if node else self.kubelet_port,
+                                         node.address if node else "127.0.0.1"), name)
 
     def _wait(self, what, deadline, ready, component):
         while time.monotonic() < deadline:
@@ -289,7 +316,9 @@ class Cluster:
         with open("/etc/hosts") as f:
             text = f.read()
         with open(hosts, "w") as f:
-            f.write(text.rstrip("\n") + "\n127.0.0.1 %s\n" % self.node_name)
+            names = ["%s %s" % (n.address, n.name) for n in self.nodes] or [
+                "127.0.0.1 " + self.node_name]
+            f.write(text.rstrip("\n") + "\n" + "\n".join(names) + "\n")
         namespace.bind(hosts, "/etc/hosts")
         for key, value in KUBELET_SYSCTLS.items():
             path = os.path.join(self.dir, "sysctl-" + key.replace("/", "-"))
@@ -320,11 +349,15 @@ class Cluster:
         self.ca = self.pki.path("ca.crt")
         self.server_cert = self.pki.leaf("apiserver", "kube-apiserver",
                                          dns=["localhost", "kubernetes.default.svc"],
-                                         ips=["127.0.0.1", SERVICE_IP], server=True)
+                                         ips=["127.0.0.1", SERVICE_IP,
+                                              cluster_nodes.BRIDGE_ADDRESS], server=True)
         self.admin_cert = self.pki.leaf("admin", "admin", "system:masters")
         # kubelet as the node authorizer expects it; the API server's own client cert to kubelet
         self.kubelet_cert = self.pki.leaf("kubelet", "system:node:" + self.node_name,
                                           "system:nodes")
+        for node in self.nodes:
+            node.kubelet_cert = self.pki.leaf("kubelet-" + node.name, "system:node:" + node.name,
+                                              "system:nodes")
         self.apiserver_kubelet_cert = self.pki.leaf("apiserver-kubelet", "kube-apiserver-kubelet",
                                                     "system:masters")
 
@@ -372,6 +405,8 @@ class Cluster:
         # With pod_network, where pods' in-cluster configuration points (the Service's address
         # and port); it is on the private namespace's loopback, seen by nothing else.
         address, port = (SERVICE_IP, 443) if self.pod_network else ("127.0.0.1", free_port())
+        if self.nodes:  # on the bridge every node's namespace reaches
+            address = cluster_nodes.BRIDGE_ADDRESS
         self.audit_log = os.path.join(self.logs, "audit.log")
         self.server = "https://%s:%d" % (address, port)
         crt, key = self.server_cert
@@ -401,6 +436,11 @@ class Cluster:
         self.kubelet_kubeconfig = pki.write_kubeconfig(
             os.path.join(self.dir, "kubelet.kubeconfig"), self.server, self.ca, kcrt, kkey,
             user="system:node:" + self.node_name)
+        for node in self.nodes:
+            kcrt, kkey = node.kubelet_cert
+            node.kubeconfig = pki.write_kubeconfig(
+                os.path.join(node.dir, "kubelet.kubeconfig"), self.server, self.ca, kcrt, kkey,
+                user="system:node:" + node.name)
 
     def _control_plane_client_flags(self):
         """What kube-controller-manager and kube-scheduler share: admin access, no leader
@@ -421,11 +461,14 @@ class Cluster:
         self._run("kube-scheduler", [os.path.join(self.bin, "kube-scheduler"),
                                      *self._control_plane_client_flags(), "--v=1"])
 
-    def _start_containerd(self):
-        base = os.path.dirname(self.containerd_socket)
+    def _start_containerd(self, node=None):
+        """node: one of self.nodes (its tmpfs on /run/containerd is made in its namespace)."""
+        socket_path = node.containerd_socket if node else self.containerd_socket
+        base = os.path.dirname(socket_path)
         # containerd-shim's sockets live under /run/containerd whatever the config says; a
         # tmpfs there keeps them (and everything else of ours) off the host.
-        namespace.mount_tmpfs(RUN_CONTAINERD, create=True)  # in our overlay of /run
+        if node is None:
+            namespace.mount_tmpfs(RUN_CONTAINERD, create=True)  # in our overlay of /run
         cni = os.path.join(base, "cni")
         os.makedirs(os.path.join(cni, "bin"), exist_ok=True)
         if self.pod_network:
@@ -461,8 +504,10 @@ state = "/run/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     conf_dir = "{cni}"
     bin_dir = "{cni_bin}"
-""".format(base=base, sock=self.containerd_socket, pause=images.PAUSE, cni=cni, cni_bin=cni_bin))
-        self._run("containerd", ["containerd", "--config", config, "--log-level", "warn"])
+""".format(base=base, sock=socket_path, pause=images.PAUSE, cni=cni, cni_bin=cni_bin))
+        self._run("containerd" + ("-" + node.name if node else ""),
+                  [*(node.enter() if node else []),
+                   "containerd", "--config", config, "--log-level", "warn"])
 
     def _import_images(self):
         work = os.path.join(self.dir, "images")
@@ -472,21 +517,45 @@ state = "/run/containerd/state"
             self.import_image(archive)
 
     def import_image(self, archive):
-        """Imports a docker or OCI archive into the namespace kubelet's runtime uses."""
-        subprocess.run(["ctr", "--address", self.containerd_socket, "-n", "k8s.io", "images",
-                        "import", archive], check=True, stdout=subprocess.DEVNULL)
+        """Imports a docker or OCI archive into the namespace kubelet's runtime uses (every
+        node's, with several)."""
+        for socket_path in [n.containerd_socket for n in self.nodes] or [self.containerd_socket]:
+            subprocess.run(["ctr", "--address", socket_path, "-n", "k8s.io", "images",
+                            "import", archive], check=True, stdout=subprocess.DEVNULL)
 
-    def _start_kubelet(self):
-        self.kubelet_port = free_port()
-        config = os.path.join(self.dir, "kubelet-config.yaml")
+    def _start_nodes(self, deadline):
+        private = [p for p in self.host_paths]
+        for node in self.nodes:
+            node.create_namespaces(self._run, private,
+                                   lambda ready: self._wait("a node's namespaces", deadline,
+                                                            ready, "holder-" + node.name))
+            node.pods_root = self.cgroups.create_node_root(node.name)
+            self._start_containerd(node)
+        for node in self.nodes:
+            self._wait("containerd's socket on " + node.name, deadline,
+                       lambda: os.path.exists(node.containerd_socket), "containerd-" + node.name)
+        self._import_images()
+        for node in self.nodes:
+            self._start_kubelet(node)
+        for node in self.nodes:
+            self._wait("node %s to be Ready" % node.name, deadline,
+                       lambda: self.node_ready(node.name), "kubelet-" + node.name)
+
+    def _start_kubelet(self, node=None):
+        """node: one of self.nodes, in its namespaces, listening on its own address."""
+        if node is None:
+            self.kubelet_port = free_port()
+        port = node.kubelet_port if node else self.kubelet_port
+        config = os.path.join(node.dir if node else self.dir, "kubelet-config.yaml")
         with open(config, "w") as f:
             json.dump({
                 "apiVersion": "kubelet.config.k8s.io/v1beta1",
                 "kind": "KubeletConfiguration",
-                "address": "127.0.0.1", "port": self.kubelet_port, "readOnlyPort": 0,
+                "address": node.address if node else "127.0.0.1", "port": port,
+                "readOnlyPort": 0,
                 "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
                 "cgroupDriver": "cgroupfs",
-                "cgroupRoot": self.cgroups.pods_root,
+                "cgroupRoot": node.pods_root if node else self.cgroups.pods_root,
                 "failSwapOn": False,
                 "authentication": {"anonymous": {"enabled": False},
                                    "webhook": {"enabled": False},
@@ -496,23 +565,25 @@ state = "/run/containerd/state"
                 "evictionHard": {"memory.available": "1Mi", "nodefs.available": "0%",
                                  "imagefs.available": "0%", "nodefs.inodesFree": "0%"},
                 "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-                "volumePluginDir": self.plugin_dir,
+                "volumePluginDir": node.plugin_dir if node else self.plugin_dir,
                 "fileCheckFrequency": "5s", "syncFrequency": "10s",
                 "nodeStatusUpdateFrequency": "5s",
                 "serializeImagePulls": False,
                 "kubeAPIQPS": 50, "kubeAPIBurst": 100,
             }, f)
-        self._run("kubelet", [
+        own = node or self
+        self._run("kubelet" + ("-" + node.name if node else ""), [
+            *(node.enter() if node else []),
             os.path.join(self.bin, "kubelet"),
             "--config", config,
-            "--kubeconfig", self.kubelet_kubeconfig,
-            "--root-dir", self.kubelet_root,
-            "--cert-dir", os.path.join(self.dir, "kubelet-pki"),
-            "--hostname-override", self.node_name,
-            "--node-ip", NODE_IP,
+            "--kubeconfig", node.kubeconfig if node else self.kubelet_kubeconfig,
+            "--root-dir", own.kubelet_root,
+            "--cert-dir", os.path.join(node.dir if node else self.dir, "kubelet-pki"),
+            "--hostname-override", node.name if node else self.node_name,
+            "--node-ip", node.address if node else NODE_IP,
             "--container-runtime", "remote",
-            "--container-runtime-endpoint", "unix://" + self.containerd_socket,
-            *self.version.kubelet_flags(self.plugin_dir),
+            "--container-runtime-endpoint", "unix://" + own.containerd_socket,
+            *self.version.kubelet_flags(own.plugin_dir),
             "--v=2"])
 
     # ----- queries ----------------------------------------------------------------------
@@ -535,9 +606,9 @@ state = "/run/containerd/state"
         except subprocess.TimeoutExpired:
             return False
 
-    def node_ready(self):
+    def node_ready(self, name=None):
         try:
-            node = self.kubectl_json("get", "node", self.node_name)
+            node = self.kubectl_json("get", "node", name or self.node_name)
         except (ClusterError, ValueError, subprocess.TimeoutExpired):
             return False
         return any(c["type"] == "Ready" and c["status"] == "True"

@@ -32,11 +32,20 @@ def csi_driver(shape):
 
 
 class NodePlugins:
-    def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None, specs=None):
+    def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None, specs=None,
+                 node=None):
         """`registration_kubeconfig`: the bridge registers its drivers on the node with it
         (nodeName and kubeconfig in its configuration); None: no cluster access. `specs`: the
-        shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES."""
+        shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES. `node`: one
+        of a multi-node cluster's nodes (Cluster.nodes): its bridge and csi-loopbacks run in
+        that node's namespaces, with its kubelet root and plugin dir."""
         self.cluster = cluster
+        self.node = node
+        self.node_name = node.name if node else cluster.node_name
+        self.kubelet_root = node.kubelet_root if node else cluster.kubelet_root
+        self.plugin_dir = node.plugin_dir if node else cluster.plugin_dir
+        self.enter = node.enter() if node else []
+        suffix = "-" + node.name if node else ""
         self.shapes = list(shapes)
         self.specs = specs or SHAPES
         self.registration_kubeconfig = registration_kubeconfig
@@ -45,7 +54,8 @@ class NodePlugins:
         self.loopback_bin = os.path.join(build, "drivers", "loopback", "csi-loopback")
         self.flexcsi_bin = os.path.join(build, "cli", "flexcsi")
         self.flexexec_bin = os.path.join(build, "flexexec", "flexexec")
-        self.dir = os.path.join(cluster.dir, "flexcsi")
+        self.dir = os.path.join(node.dir if node else cluster.dir, "flexcsi")
+        self.log_suffix = suffix
         self.socket = os.path.join(self.dir, "bridge.sock")
         self.config = os.path.join(self.dir, "bridge.yaml")
         self.state_db = os.path.join(self.dir, "state.db")
@@ -67,22 +77,24 @@ class NodePlugins:
             endpoint = "unix://" + self.csi_socket(shape)
             self.procs[shape] = Process(
                 "csi-loopback-" + shape,
-                [self.loopback_bin, "--endpoint", endpoint, "--nodeid", self.cluster.node_name,
+                [*self.enter, self.loopback_bin, "--endpoint", endpoint,
+                 "--nodeid", self.node_name,
                  "--driver-name", csi_driver(shape), "--state-dir", self.csi_state_dir(shape),
                  *self.specs[shape]["args"]],
-                os.path.join(self.cluster.logs, "csi-loopback-%s.log" % shape))
+                os.path.join(self.cluster.logs,
+                             "csi-loopback-%s%s.log" % (shape, self.log_suffix)))
             self.procs[shape].start()
             drivers.append({
                 "flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
                 "attach": self.specs[shape]["attach"], "accessMode": "ReadWriteOnce",
                 "rule": {"csiDriver": csi_driver(shape),
                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
-        config = {"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
+        config = {"kubeletRoot": self.kubelet_root, "socket": self.socket,
                   "stateDatabase": self.state_db, "metricsAddress": "",
                   "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
                   "drivers": drivers}
         if self.registration_kubeconfig:
-            config.update(nodeName=self.cluster.node_name,
+            config.update(nodeName=self.node_name,
                           kubeconfig=self.registration_kubeconfig)
         else:
             config["registerDrivers"] = False
@@ -91,8 +103,9 @@ class NodePlugins:
         for shape in self.shapes:
             self._wait_socket(self.csi_socket(shape), self.procs[shape])
         self.procs["bridge"] = Process("flexcsi-bridge",
-                                       [self.bridge_bin, "--config", self.config],
-                                       os.path.join(self.cluster.logs, "flexcsi-bridge.log"))
+                                       [*self.enter, self.bridge_bin, "--config", self.config],
+                                       os.path.join(self.cluster.logs,
+                                                    "flexcsi-bridge%s.log" % self.log_suffix))
         self.start_bridge()
         self.install_drivers()
 
@@ -123,7 +136,7 @@ class NodePlugins:
         self._wait_socket(self.csi_socket(shape), proc)
 
     def install_drivers(self):
-        for plugin_dir in (self.cluster.plugin_dir, self.cluster.controller_plugin_dir):
+        for plugin_dir in (self.plugin_dir, self.cluster.controller_plugin_dir):
             subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
                             "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
                            check=True, capture_output=True, text=True)
@@ -181,9 +194,12 @@ class NodePlugins:
                      timeout=60)
         except AssertionError as e:
             raise AssertionError("%s: %s" % (e, self.records())) from None
-        root = self.cluster.kubelet_root
+        root = self.kubelet_root
+        mounts = (lambda: [line.split()[4] for line in self.node.in_node(
+            "cat", "/proc/self/mountinfo").stdout.splitlines()]) if self.node else \
+            namespace.mount_points
         wait_for("no volume mount under the kubelet root",
-                 lambda: not [m for m in namespace.mount_points()
+                 lambda: not [m for m in mounts()
                               if m.startswith(root + "/plugins/") or "volumes/flexcsi~" in m])
         wait_for("no loop device of csi-loopback",
                  lambda: not namespace.loop_devices_of_files_below(self.dir))

@@ -47,6 +47,7 @@ bool WantsBlockOnly(const google::protobuf::RepeatedPtrField<VolumeCapability>& 
 }  // namespace
 
 bool ControllerServer::IsKnownNode(const std::string& node_id) const {
+  if (options_.shared()) return true;  // every node reaches the shared store
   if (node_id == options_.node_id) return true;
   return std::find(options_.extra_node_ids.begin(), options_.extra_node_ids.end(), node_id) !=
          options_.extra_node_ids.end();
@@ -62,7 +63,10 @@ void ControllerServer::FillVolume(const VolumeRecord& record, csi::v1::Volume* v
   } else if (!record.source_volume_id.empty()) {
     volume->mutable_content_source()->mutable_volume()->set_volume_id(record.source_volume_id);
   }
-  (*volume->add_accessible_topology()->mutable_segments())[kTopologyNodeKey] = options_.node_id;
+  // A shared store is reachable from every node: no topology constrains where the volume goes.
+  if (!options_.shared()) {
+    (*volume->add_accessible_topology()->mutable_segments())[kTopologyNodeKey] = options_.node_id;
+  }
 }
 
 csi::v1::VolumeCondition ControllerServer::ConditionOf(const VolumeRecord& record) const {
@@ -93,7 +97,7 @@ grpc::Status ControllerServer::CreateVolume(grpc::ServerContext*,
 Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& request,
                                         csi::v1::Volume* volume) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.name(), "name"));
-  FLEXCSI_RETURN_IF_ERROR(ValidateCapabilities(request.volume_capabilities()));
+  FLEXCSI_RETURN_IF_ERROR(ValidateCapabilities(request.volume_capabilities(), options_.shared()));
   if (!request.mutable_parameters().empty()) {
     return InvalidArgument("mutable_parameters are not supported (no MODIFY_VOLUME)");
   }
@@ -118,7 +122,7 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
     capability_fs = named;
   }
   if (!fs_from_parameter && !capability_fs.empty()) fs_type = capability_fs;
-  if (request.has_accessibility_requirements() &&
+  if (!options_.shared() && request.has_accessibility_requirements() &&
       !request.accessibility_requirements().requisite().empty()) {
     bool reachable = false;
     for (const csi::v1::Topology& topology : request.accessibility_requirements().requisite()) {
@@ -244,6 +248,7 @@ grpc::Status ControllerServer::DeleteVolume(grpc::ServerContext*,
 Status ControllerServer::DoDeleteVolume(const csi::v1::DeleteVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   auto lock = locks_->Lock("vol:" + request.volume_id());
+  auto store = state_->LockStore();
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return Status::Ok();  // already gone: idempotent
   // In use means attached to a node or used on this one; the CO must undo that first.
@@ -279,9 +284,12 @@ Status ControllerServer::DoControllerPublish(const csi::v1::ControllerPublishVol
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.node_id(), "node_id"));
   if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
-  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(request.volume_capability(), "volume_capability"));
+  FLEXCSI_RETURN_IF_ERROR(
+      ValidateCapability(request.volume_capability(), "volume_capability", options_.shared()));
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
+  // Another node's controller may publish the same volume: check and record under one lock.
+  auto store = state_->LockStore();
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   if (!IsKnownNode(request.node_id())) {
@@ -297,8 +305,11 @@ Status ControllerServer::DoControllerPublish(const csi::v1::ControllerPublishVol
                            " with a different capability or readonly flag");
     }
   } else {
+    // Several nodes only when the new publication and every existing one are multi-node.
+    const bool multi_node = IsMultiNodeMode(request.volume_capability().access_mode().mode());
     for (const auto& [node, publication] : volume->controller_publications) {
-      if (node != request.node_id()) {
+      if (node != request.node_id() &&
+          !(multi_node && publication.capability_key.rfind("MULTI_NODE_", 0) == 0)) {
         return FailedPrecondition("volume " + volume->id + " is already published to node " + node +
                                   " and its access mode is single-node");
       }
@@ -339,6 +350,7 @@ Status ControllerServer::DoControllerUnpublish(
     const csi::v1::ControllerUnpublishVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   auto lock = locks_->Lock("vol:" + request.volume_id());
+  auto store = state_->LockStore();
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   // An unknown volume is certainly not attached anywhere: the spec counts that as success.
   if (!volume) return Status::Ok();
@@ -372,7 +384,7 @@ Status ControllerServer::DoValidate(const csi::v1::ValidateVolumeCapabilitiesReq
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   // An unsupported capability is an answer (no confirmation), not an error.
   for (const VolumeCapability& capability : request.volume_capabilities()) {
-    Status supported = ValidateCapability(capability, "volume_capabilities");
+    Status supported = ValidateCapability(capability, "volume_capabilities", options_.shared());
     if (supported.ok()) supported = CheckAccessTypeMatches(*volume, capability);
     if (supported.ok() && capability.has_mount() && !capability.mount().fs_type().empty() &&
         capability.mount().fs_type() != volume->fs_type) {
@@ -445,7 +457,7 @@ Status ControllerServer::DoGetCapacity(const csi::v1::GetCapacityRequest& reques
   response->mutable_maximum_volume_size()->set_value(kMaxVolumeBytes);
   response->mutable_minimum_volume_size()->set_value(kMinVolumeBytes);
   for (const VolumeCapability& capability : request.volume_capabilities()) {
-    if (!ValidateCapability(capability, "volume_capabilities").ok()) {
+    if (!ValidateCapability(capability, "volume_capabilities", options_.shared()).ok()) {
       response->set_available_capacity(0);  // nothing can be created for it
       return Status::Ok();
     }
@@ -454,7 +466,7 @@ Status ControllerServer::DoGetCapacity(const csi::v1::GetCapacityRequest& reques
     response->set_available_capacity(0);
     return Status::Ok();
   }
-  if (request.has_accessible_topology()) {
+  if (!options_.shared() && request.has_accessible_topology()) {
     auto it = request.accessible_topology().segments().find(kTopologyNodeKey);
     if (it == request.accessible_topology().segments().end() || it->second != options_.node_id) {
       response->set_available_capacity(0);
@@ -633,9 +645,11 @@ Status ControllerServer::DoExpand(const csi::v1::ControllerExpandVolumeRequest& 
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   if (!request.has_capacity_range()) return InvalidArgument("capacity_range is required");
   if (request.has_volume_capability()) {
-    FLEXCSI_RETURN_IF_ERROR(ValidateCapability(request.volume_capability(), "volume_capability"));
+    FLEXCSI_RETURN_IF_ERROR(
+        ValidateCapability(request.volume_capability(), "volume_capability", options_.shared()));
   }
   auto lock = locks_->Lock("vol:" + request.volume_id());
+  auto store = state_->LockStore();
   std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   if (request.has_volume_capability()) {

@@ -36,6 +36,12 @@ struct DriverOptions {
   bool controller_attach = true;  // false: --no-attach (no PUBLISH_UNPUBLISH_VOLUME)
   bool expand = true;             // false: --no-expand
   int64_t max_volumes_per_node = 64;
+  // --shared-store DIR: imitates network block storage. Backing files and the volume records
+  // every node must see (existence, size, controller publications) live in DIR, which all
+  // nodes' csi-loopback processes share; node-side records stay in state_dir. Multi-node access
+  // modes are offered, no node-local topology is reported, any node id may be published to.
+  std::string shared_store;
+  bool shared() const { return !shared_store.empty(); }
 };
 
 }  // namespace loopback

@@ -19,8 +19,10 @@ grpc::Status IdentityServer::GetPluginCapabilities(
   using csi::v1::PluginCapability;
   response->add_capabilities()->mutable_service()->set_type(
       PluginCapability::Service::CONTROLLER_SERVICE);
-  response->add_capabilities()->mutable_service()->set_type(
-      PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
+  if (!options_.shared()) {  // a shared store has no topology: every node reaches it
+    response->add_capabilities()->mutable_service()->set_type(
+        PluginCapability::Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
+  }
   if (options_.expand) {
     response->add_capabilities()->mutable_volume_expansion()->set_type(
         PluginCapability::VolumeExpansion::ONLINE);

@@ -90,6 +90,9 @@ int Run(int argc, char** argv) {
                "INVALID_ARGUMENT");
   app.add_option("--extra-node-id", options.extra_node_ids,
                  "further node ids ControllerPublishVolume accepts (repeatable)");
+  app.add_option("--shared-store", options.shared_store,
+                 "imitate network block storage: backing files and volume records in this "
+                 "directory, shared by the csi-loopback of every node (see README)");
   app.add_option("--max-volumes-per-node", options.max_volumes_per_node,
                  "reported in NodeGetInfo and enforced by ControllerPublishVolume (0 = no limit)")
       ->default_val(64);
@@ -145,6 +148,18 @@ int Run(int argc, char** argv) {
     spdlog::error("cannot load state: {}", state.status().ToString());
     return 1;
   }
+  // With --shared-store, volume records and backing files come from the store all nodes share;
+  // the state dir keeps only this node's own records.
+  std::unique_ptr<VolumeState> shared_store;
+  if (options.shared()) {
+    StatusOr<std::unique_ptr<VolumeState>> opened = VolumeState::OpenShared(options.shared_store);
+    if (!opened.ok()) {
+      spdlog::error("cannot open shared store: {}", opened.status().ToString());
+      return 1;
+    }
+    shared_store = std::move(*opened);
+  }
+  VolumeState* catalog = shared_store ? shared_store.get() : state->get();
   for (const std::string& socket_path : socket_paths) {
     Status prepared = PrepareSocketPath(socket_path);
     if (!prepared.ok()) {
@@ -154,9 +169,9 @@ int Run(int argc, char** argv) {
   }
 
   VolumeLocks locks;
-  IdentityServer identity(options, state->get());
-  ControllerServer controller(options, state->get(), &locks);
-  NodeServer node(options, state->get(), &locks);
+  IdentityServer identity(options, catalog);
+  ControllerServer controller(options, catalog, &locks);
+  NodeServer node(options, catalog, state->get(), &locks);
 
   grpc::ServerBuilder builder;
   for (const std::string& socket_path : socket_paths) {
@@ -172,11 +187,11 @@ int Run(int argc, char** argv) {
   }
   spdlog::info(
       "{} {} serving on {} (node {}, state {}, stage={}, stage_mounts={}, attach={}, expand={}, "
-      "volume_mount_group={})",
+      "volume_mount_group={}, shared_store={})",
       options.driver_name, options.vendor_version, fmt::join(endpoints, ", "), options.node_id,
       options.state_dir, options.stage_unstage,
       options.stage_unstage && !options.stage_without_mount, options.controller_attach,
-      options.expand, options.volume_mount_group);
+      options.expand, options.volume_mount_group, options.shared() ? options.shared_store : "none");
 
   std::thread stopper([&] {
     int signal_number = 0;

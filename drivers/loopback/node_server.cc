@@ -162,11 +162,23 @@ std::string MountOptionsFor(const VolumeCapability& capability, const std::strin
 
 // ---------------------------------------------------------------------------------------------
 
+std::optional<VolumeRecord> NodeServer::LoadVolume(const std::string& volume_id) const {
+  std::optional<VolumeRecord> volume = catalog_->GetVolume(volume_id);
+  if (!volume || catalog_ == state_) return volume;
+  std::optional<VolumeRecord> local = state_->GetVolume(volume_id);
+  volume->staging_path = local ? local->staging_path : "";
+  volume->staged_capability_key = local ? local->staged_capability_key : "";
+  volume->device = local ? local->device : "";
+  volume->node_publications =
+      local ? local->node_publications : decltype(volume->node_publications){};
+  return volume;
+}
+
 StatusOr<std::string> NodeServer::AttachAndFormat(const VolumeRecord& volume,
                                                   const VolumeCapability& capability,
                                                   std::string* fs_type, bool* formatted) {
   *formatted = false;
-  const std::string file = state_->VolumeFilePath(volume.id);
+  const std::string file = catalog_->VolumeFilePath(volume.id);
   StatusOr<std::string> device = AttachLoopDevice(file);
   if (!device.ok()) return device.status();
   if (volume.block) return device;
@@ -254,14 +266,14 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.staging_target_path(), "staging_target_path"));
   if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
   const VolumeCapability& capability = request.volume_capability();
-  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
+  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability", options_.shared()));
   FLEXCSI_RETURN_IF_ERROR(CheckMountGroupOffered(capability));
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
-  const std::string file = state_->VolumeFilePath(volume->id);
+  const std::string file = catalog_->VolumeFilePath(volume->id);
   auto hinted = request.publish_context().find(kPublishContextBackingFile);
   if (hinted != request.publish_context().end() && hinted->second != file) {
     return InvalidArgument("publish_context names backing file " + hinted->second + ", volume " +
@@ -325,7 +337,7 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.staging_target_path(), "staging_target_path"));
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   const std::string path = request.staging_target_path();
   if (!volume->staging_path.empty() && !SamePath(volume->staging_path, path)) {
@@ -335,7 +347,7 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
     return FailedPrecondition("volume " + volume->id + " is still published at " +
                               volume->node_publications.begin()->first);
   }
-  const std::string file = state_->VolumeFilePath(volume->id);
+  const std::string file = catalog_->VolumeFilePath(volume->id);
   StatusOr<std::vector<std::string>> devices = LoopDevicesFor(file);
   if (!devices.ok()) return devices.status();
   // Unmount only what is ours: a mount of one of this volume's loop devices.
@@ -345,6 +357,9 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   }
   FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
   if (volume->staging_path.empty() && volume->device.empty()) return Status::Ok();
+  // With a shared store this node's copy of the record holds only node-side fields: once
+  // nothing is left on the node, the copy goes (the catalog keeps the volume).
+  if (catalog_ != state_) return state_->RemoveVolume(volume->id);
   volume->staging_path.clear();
   volume->staged_capability_key.clear();
   volume->device.clear();
@@ -365,14 +380,14 @@ Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.target_path(), "target_path"));
   if (!request.has_volume_capability()) return InvalidArgument("volume_capability is required");
   const VolumeCapability& capability = request.volume_capability();
-  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability"));
+  FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capability", options_.shared()));
   FLEXCSI_RETURN_IF_ERROR(CheckMountGroupOffered(capability));
   if (options_.stage_unstage && request.staging_target_path().empty()) {
     return FailedPrecondition("staging_target_path is required: the node stages volumes");
   }
 
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   FLEXCSI_RETURN_IF_ERROR(CheckAccessTypeMatches(*volume, capability));
 
@@ -425,7 +440,7 @@ Status NodeServer::PublishFromStagingPath(const csi::v1::NodePublishVolumeReques
   const std::string& target = request.target_path();
   const VolumeCapability& capability = request.volume_capability();
   if (volume->block) {
-    StatusOr<std::string> device = AttachLoopDevice(state_->VolumeFilePath(volume->id), readonly);
+    StatusOr<std::string> device = AttachLoopDevice(catalog_->VolumeFilePath(volume->id), readonly);
     if (!device.ok()) return device.status();
     FLEXCSI_RETURN_IF_ERROR(EnsureFile(target));
     if (!IsMountPoint(target)) FLEXCSI_RETURN_IF_ERROR(BindMount(*device, target, readonly));
@@ -447,7 +462,7 @@ Status NodeServer::PublishFromDevice(const csi::v1::NodePublishVolumeRequest& re
                                      bool readonly, VolumeRecord* volume) {
   const std::string& target = request.target_path();
   const VolumeCapability& capability = request.volume_capability();
-  const std::string file = state_->VolumeFilePath(volume->id);
+  const std::string file = catalog_->VolumeFilePath(volume->id);
   // ControllerPublishVolume(readonly) makes the whole attachment read-only: then the filesystem
   // itself is mounted read-only. Otherwise it is mounted writable once and a read-only target
   // is read-only as a mount point, so that read-only and writable targets coexist (a filesystem
@@ -496,7 +511,7 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.target_path(), "target_path"));
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   const std::string target = request.target_path();
   const bool recorded = volume->node_publications.count(target) > 0;
@@ -504,7 +519,8 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   if (!recorded && mounted.ok()) {
     // Not in the state (a crash between mounting and recording does that): undo it only when
     // it is this volume that is mounted there.
-    StatusOr<std::vector<std::string>> devices = LoopDevicesFor(state_->VolumeFilePath(volume->id));
+    StatusOr<std::vector<std::string>> devices =
+        LoopDevicesFor(catalog_->VolumeFilePath(volume->id));
     if (!devices.ok()) return devices.status();
     if (!MountShowsDevice(*mounted, *devices)) return Status::Ok();  // not ours to undo
   }
@@ -514,7 +530,7 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   if (!recorded) return Status::Ok();
   volume->node_publications.erase(target);
   if (!options_.stage_unstage && volume->node_publications.empty()) {
-    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(state_->VolumeFilePath(volume->id)));
+    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(catalog_->VolumeFilePath(volume->id)));
     volume->device.clear();
   }
   return state_->PutVolume(*volume).status();
@@ -533,7 +549,7 @@ Status NodeServer::DoStats(const csi::v1::NodeGetVolumeStatsRequest& request,
                            csi::v1::NodeGetVolumeStatsResponse* response) {
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_path(), "volume_path"));
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   const std::string path = request.volume_path();
   if (!PathExists(path)) return NotFound("volume path " + path + " does not exist");
@@ -615,10 +631,11 @@ Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_id(), "volume_id"));
   FLEXCSI_RETURN_IF_ERROR(RequireField(request.volume_path(), "volume_path"));
   if (request.has_volume_capability()) {
-    FLEXCSI_RETURN_IF_ERROR(ValidateCapability(request.volume_capability(), "volume_capability"));
+    FLEXCSI_RETURN_IF_ERROR(
+        ValidateCapability(request.volume_capability(), "volume_capability", options_.shared()));
   }
   auto lock = locks_->Lock("vol:" + request.volume_id());
-  std::optional<VolumeRecord> volume = state_->GetVolume(request.volume_id());
+  std::optional<VolumeRecord> volume = LoadVolume(request.volume_id());
   if (!volume) return NotFound("volume " + request.volume_id() + " does not exist");
   if (request.has_volume_capability()) {
     Status matches = CheckAccessTypeMatches(*volume, request.volume_capability());
@@ -636,7 +653,7 @@ Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,
       return OutOfRange("volume capacity exceeds limit_bytes");
     }
   }
-  const std::string file = state_->VolumeFilePath(volume->id);
+  const std::string file = catalog_->VolumeFilePath(volume->id);
   StatusOr<std::vector<std::string>> devices = LoopDevicesFor(file);
   if (!devices.ok()) return devices.status();
   if (devices->empty()) {
@@ -718,8 +735,11 @@ grpc::Status NodeServer::NodeGetInfo(grpc::ServerContext*, const csi::v1::NodeGe
                                      csi::v1::NodeGetInfoResponse* response) {
   response->set_node_id(options_.node_id);
   response->set_max_volumes_per_node(options_.max_volumes_per_node);
-  (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
-      options_.node_id;
+  // A shared store is reachable from every node: no node-local topology to report.
+  if (!options_.shared()) {
+    (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
+        options_.node_id;
+  }
   return grpc::Status::OK;
 }
 

@@ -23,9 +23,12 @@ namespace loopback {
 
 class NodeServer final : public csi::v1::Node::Service {
  public:
-  // None of the pointers is owned; all outlive the server.
-  NodeServer(const DriverOptions& options, VolumeState* state, VolumeLocks* locks)
-      : options_(options), state_(state), locks_(locks) {}
+  // None of the pointers is owned; all outlive the server. `catalog` holds the volume records
+  // and backing files: the shared store with --shared-store, else `state` itself. `state` holds
+  // what only this node knows (staging, devices, node publications).
+  NodeServer(const DriverOptions& options, VolumeState* catalog, VolumeState* state,
+             VolumeLocks* locks)
+      : options_(options), catalog_(catalog), state_(state), locks_(locks) {}
 
   grpc::Status NodeStageVolume(grpc::ServerContext*, const csi::v1::NodeStageVolumeRequest*,
                                csi::v1::NodeStageVolumeResponse*) override;
@@ -79,7 +82,12 @@ class NodeServer final : public csi::v1::Node::Service {
   Status PublishFromDevice(const csi::v1::NodePublishVolumeRequest& request, bool readonly,
                            VolumeRecord* volume);
 
+  // The volume as the catalog knows it, with this node's own fields (staging path, device, node
+  // publications) from the node's state; nullopt when the catalog does not know it.
+  std::optional<VolumeRecord> LoadVolume(const std::string& volume_id) const;
+
   const DriverOptions& options_;
+  VolumeState* catalog_;
   VolumeState* state_;
   VolumeLocks* locks_;
 };

@@ -43,7 +43,7 @@ bool IsMultiNodeMode(Mode mode) {
          mode == VolumeCapability::AccessMode::MULTI_NODE_MULTI_WRITER;
 }
 
-Status ValidateCapability(const VolumeCapability& capability, const char* field) {
+Status ValidateCapability(const VolumeCapability& capability, const char* field, bool multi_node) {
   const std::string name(field);
   if (capability.access_type_case() == VolumeCapability::ACCESS_TYPE_NOT_SET) {
     return InvalidArgument(name + ": access type (block or mount) is required");
@@ -53,9 +53,10 @@ Status ValidateCapability(const VolumeCapability& capability, const char* field)
   if (mode == VolumeCapability::AccessMode::UNKNOWN) {
     return InvalidArgument(name + ": access_mode.mode is required");
   }
-  if (!IsSupportedAccessMode(mode)) {
-    return InvalidArgument(name + ": access mode " + VolumeCapability::AccessMode::Mode_Name(mode) +
-                           " is not supported (loop devices are single-node)");
+  if (!IsSupportedAccessMode(mode) && !(multi_node && IsMultiNodeMode(mode))) {
+    return InvalidArgument(
+        name + ": access mode " + VolumeCapability::AccessMode::Mode_Name(mode) +
+        " is not supported (loop devices are single-node without --shared-store)");
   }
   if (capability.has_mount() && !IsSupportedFsType(capability.mount().fs_type())) {
     return InvalidArgument(name + ": fs_type '" + capability.mount().fs_type() +
@@ -96,10 +97,10 @@ Status ValidateMountFlags(const google::protobuf::RepeatedPtrField<std::string>&
 }
 
 Status ValidateCapabilities(
-    const google::protobuf::RepeatedPtrField<VolumeCapability>& capabilities) {
+    const google::protobuf::RepeatedPtrField<VolumeCapability>& capabilities, bool multi_node) {
   if (capabilities.empty()) return InvalidArgument("volume_capabilities is required");
   for (const VolumeCapability& capability : capabilities) {
-    FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capabilities"));
+    FLEXCSI_RETURN_IF_ERROR(ValidateCapability(capability, "volume_capabilities", multi_node));
   }
   return Status::Ok();
 }

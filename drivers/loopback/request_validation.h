@@ -41,7 +41,9 @@ bool IsMultiNodeMode(csi::v1::VolumeCapability::AccessMode::Mode mode);
 
 // One capability: exactly one access type, a supported access mode, a supported fs_type.
 // INVALID_ARGUMENT otherwise; `field` names it in the message ("volume_capability").
-Status ValidateCapability(const csi::v1::VolumeCapability& capability, const char* field);
+// Multi-node access modes only with `multi_node` (a shared store that every node reaches).
+Status ValidateCapability(const csi::v1::VolumeCapability& capability, const char* field,
+                          bool multi_node = false);
 
 // Mount flags are handed to libmount as options; those that would turn a filesystem mount into
 // something else (a bind, a move, a remount) or make libmount act on its own (X-mount.*) are
@@ -50,7 +52,8 @@ Status ValidateMountFlags(const google::protobuf::RepeatedPtrField<std::string>&
 
 // At least one capability, each valid.
 Status ValidateCapabilities(
-    const google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>& capabilities);
+    const google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>& capabilities,
+    bool multi_node = false);
 
 // A volume made for raw block use cannot serve a mount capability and vice versa: the former has
 // no filesystem NodeStage would trust, the latter's filesystem would be clobbered by a raw

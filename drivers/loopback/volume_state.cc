@@ -166,6 +166,60 @@ StatusOr<std::unique_ptr<VolumeState>> VolumeState::Open(const std::string& stat
   return state;
 }
 
+StatusOr<std::unique_ptr<VolumeState>> VolumeState::OpenShared(const std::string& store_dir) {
+  if (store_dir.empty() || store_dir[0] != '/') {
+    return InvalidArgument("shared store must be an absolute path, got '" + store_dir + "'");
+  }
+  FLEXCSI_RETURN_IF_ERROR(MakeDir(store_dir));
+  FLEXCSI_RETURN_IF_ERROR(MakeDir(store_dir + "/volumes"));
+  FLEXCSI_RETURN_IF_ERROR(MakeDir(store_dir + "/snapshots"));
+  std::unique_ptr<VolumeState> state(new VolumeState(store_dir));
+  state->shared_ = true;
+  const std::string lock_path = store_dir + "/lock";
+  state->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (state->lock_fd_ < 0) return Internal("cannot open " + lock_path + ": " + ErrnoText());
+  {
+    StoreLock lock(state.get());
+    FLEXCSI_RETURN_IF_ERROR(state->reload_status_);
+  }
+  return state;
+}
+
+VolumeState::StoreLock::StoreLock(const VolumeState* state) : state_(state) {
+  state_->AcquireStore();
+}
+
+VolumeState::StoreLock::~StoreLock() { state_->ReleaseStore(); }
+
+void VolumeState::AcquireStore() const {
+  if (!shared_) return;
+  store_mu_.lock();
+  if (store_depth_++ > 0) return;
+  while (::flock(lock_fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  // Another process may have written since we last looked: start from what is on disk.
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* self = const_cast<VolumeState*>(this);
+  std::map<std::string, VolumeRecord> volumes = std::move(self->volumes_);
+  std::map<std::string, SnapshotRecord> snapshots = std::move(self->snapshots_);
+  const uint64_t next_seq = next_seq_;
+  self->volumes_.clear();
+  self->snapshots_.clear();
+  reload_status_ = self->Load();
+  if (!reload_status_.ok()) {
+    // Keep serving the last good view for reads; writes refuse (see PutVolume and friends).
+    self->volumes_ = std::move(volumes);
+    self->snapshots_ = std::move(snapshots);
+    self->next_seq_ = next_seq;
+  }
+}
+
+void VolumeState::ReleaseStore() const {
+  if (!shared_) return;
+  if (--store_depth_ == 0) ::flock(lock_fd_, LOCK_UN);
+  store_mu_.unlock();
+}
+
 VolumeState::~VolumeState() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
@@ -220,6 +274,7 @@ Status VolumeState::SaveLocked() const {
 }
 
 std::optional<VolumeRecord> VolumeState::GetVolume(const std::string& id) const {
+  StoreLock store(this);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = volumes_.find(id);
   if (it == volumes_.end()) return std::nullopt;
@@ -227,6 +282,7 @@ std::optional<VolumeRecord> VolumeState::GetVolume(const std::string& id) const 
 }
 
 std::optional<VolumeRecord> VolumeState::FindVolumeByName(const std::string& name) const {
+  StoreLock store(this);
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, v] : volumes_) {
     if (v.name == name) return v;
@@ -235,6 +291,7 @@ std::optional<VolumeRecord> VolumeState::FindVolumeByName(const std::string& nam
 }
 
 std::vector<VolumeRecord> VolumeState::ListVolumes() const {
+  StoreLock store(this);
   std::vector<VolumeRecord> result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -247,6 +304,8 @@ std::vector<VolumeRecord> VolumeState::ListVolumes() const {
 
 StatusOr<VolumeRecord> VolumeState::PutVolume(VolumeRecord volume) {
   if (volume.id.empty()) return InvalidArgument("volume record without id");
+  StoreLock store(this);
+  if (shared_ && !reload_status_.ok()) return reload_status_;
   std::lock_guard<std::mutex> lock(mu_);
   auto previous = volumes_.find(volume.id);
   std::optional<VolumeRecord> old;
@@ -272,6 +331,8 @@ StatusOr<VolumeRecord> VolumeState::PutVolume(VolumeRecord volume) {
 }
 
 Status VolumeState::RemoveVolume(const std::string& id) {
+  StoreLock store(this);
+  if (shared_ && !reload_status_.ok()) return reload_status_;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = volumes_.find(id);
   if (it == volumes_.end()) return Status::Ok();
@@ -283,11 +344,13 @@ Status VolumeState::RemoveVolume(const std::string& id) {
 }
 
 uint64_t VolumeState::LastIssuedSeq() const {
+  StoreLock store(this);
   std::lock_guard<std::mutex> lock(mu_);
   return next_seq_ - 1;
 }
 
 std::optional<SnapshotRecord> VolumeState::GetSnapshot(const std::string& id) const {
+  StoreLock store(this);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = snapshots_.find(id);
   if (it == snapshots_.end()) return std::nullopt;
@@ -295,6 +358,7 @@ std::optional<SnapshotRecord> VolumeState::GetSnapshot(const std::string& id) co
 }
 
 std::optional<SnapshotRecord> VolumeState::FindSnapshotByName(const std::string& name) const {
+  StoreLock store(this);
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, s] : snapshots_) {
     if (s.name == name) return s;
@@ -303,6 +367,7 @@ std::optional<SnapshotRecord> VolumeState::FindSnapshotByName(const std::string&
 }
 
 std::vector<SnapshotRecord> VolumeState::ListSnapshots() const {
+  StoreLock store(this);
   std::vector<SnapshotRecord> result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -315,6 +380,8 @@ std::vector<SnapshotRecord> VolumeState::ListSnapshots() const {
 
 StatusOr<SnapshotRecord> VolumeState::PutSnapshot(SnapshotRecord snapshot) {
   if (snapshot.id.empty()) return InvalidArgument("snapshot record without id");
+  StoreLock store(this);
+  if (shared_ && !reload_status_.ok()) return reload_status_;
   std::lock_guard<std::mutex> lock(mu_);
   auto previous = snapshots_.find(snapshot.id);
   std::optional<SnapshotRecord> old;
@@ -339,6 +406,8 @@ StatusOr<SnapshotRecord> VolumeState::PutSnapshot(SnapshotRecord snapshot) {
 }
 
 Status VolumeState::RemoveSnapshot(const std::string& id) {
+  StoreLock store(this);
+  if (shared_ && !reload_status_.ok()) return reload_status_;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = snapshots_.find(id);
   if (it == snapshots_.end()) return Status::Ok();

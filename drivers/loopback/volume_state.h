@@ -7,6 +7,11 @@
 //
 // Thread-safe: each call takes the state's own mutex. Callers that need a read-modify-write over
 // one volume serialise on that volume with VolumeLocks (volume_locks.h) first.
+//
+// A shared store (OpenShared: --shared-store, several csi-loopback processes, one per node) is
+// not owned by one process: every call takes an exclusive flock on <store>/lock, reloads
+// state.json and writes it back before letting go, so no process overwrites another's record.
+// A read-modify-write that must be atomic across processes holds LockStore() around it.
 #pragma once
 
 #include <cstdint>
@@ -75,6 +80,23 @@ class VolumeState {
   // its lifetime: a second driver on the same state dir is FAILED_PRECONDITION, because two
   // writers would overwrite each other's state.
   static StatusOr<std::unique_ptr<VolumeState>> Open(const std::string& state_dir);
+  // A store several processes use at once (see above). Its lock is taken per call, not held.
+  static StatusOr<std::unique_ptr<VolumeState>> OpenShared(const std::string& store_dir);
+
+  // Holds a shared store's file lock (reloading the store once on taking it) until destroyed;
+  // calls made meanwhile by the same thread see and write under that one lock. Does nothing for
+  // a state owned by one process. Take it after any VolumeLocks lock, never before one.
+  class StoreLock {
+   public:
+    explicit StoreLock(const VolumeState* state);
+    ~StoreLock();
+    StoreLock(const StoreLock&) = delete;
+    StoreLock& operator=(const StoreLock&) = delete;
+
+   private:
+    const VolumeState* state_;
+  };
+  StoreLock LockStore() const { return StoreLock(this); }
 
   ~VolumeState();
   VolumeState(const VolumeState&) = delete;
@@ -106,11 +128,19 @@ class VolumeState {
  private:
   explicit VolumeState(std::string state_dir);
   Status Load();
+  // Shared stores: takes the file lock and reloads on the outermost acquisition per thread.
+  void AcquireStore() const;
+  void ReleaseStore() const;
   // REQUIRES: mu_ held.
   Status SaveLocked() const;
 
   const std::string state_dir_;
-  int lock_fd_ = -1;  // flock'ed <state_dir>/lock
+  int lock_fd_ = -1;  // flock'ed <state_dir>/lock (shared store: only while a call runs)
+  bool shared_ = false;
+  // Shared stores: one thread at a time holds the file lock; depth counts its nested holds.
+  mutable std::recursive_mutex store_mu_;
+  mutable int store_depth_ = 0;   // guarded by store_mu_
+  mutable Status reload_status_;  // guarded by store_mu_: how the last reload went
   mutable std::mutex mu_;
   uint64_t next_seq_ = 1;                            // guarded by mu_
   std::map<std::string, VolumeRecord> volumes_;      // guarded by mu_

@@ -55,17 +55,18 @@ std::string Describe(const grpc::Status& status) {
 // ---------------------------------------------------------------------------------------------
 
 DriverProcess::DriverProcess(std::string socket_path, std::string state_dir, std::string log_path,
-                             std::vector<std::string> extra_flags)
+                             std::vector<std::string> extra_flags, std::string node_id)
     : socket_path_(std::move(socket_path)),
       state_dir_(std::move(state_dir)),
       log_path_(std::move(log_path)),
-      extra_flags_(std::move(extra_flags)) {}
+      extra_flags_(std::move(extra_flags)),
+      node_id_(std::move(node_id)) {}
 
 DriverProcess::~DriverProcess() { Stop(); }
 
 ::testing::AssertionResult DriverProcess::Start() {
   std::vector<std::string> args = {CSI_LOOPBACK_BINARY, "--endpoint",  "unix://" + socket_path_,
-                                   "--nodeid",          "node-test",   "--state-dir",
+                                   "--nodeid",          node_id_,      "--state-dir",
                                    state_dir_,          "--log-level", "debug"};
   args.insert(args.end(), extra_flags_.begin(), extra_flags_.end());
   std::vector<char*> argv;

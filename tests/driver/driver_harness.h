@@ -26,7 +26,7 @@ constexpr int64_t kMiB = 1024 * 1024;
 class DriverProcess {
  public:
   DriverProcess(std::string socket_path, std::string state_dir, std::string log_path,
-                std::vector<std::string> extra_flags);
+                std::vector<std::string> extra_flags, std::string node_id = "node-test");
   ~DriverProcess();  // stops it
 
   // Starts the binary and waits until Probe answers ready (or it dies / 30 s pass).
@@ -45,6 +45,7 @@ class DriverProcess {
   std::string state_dir_;
   std::string log_path_;
   std::vector<std::string> extra_flags_;
+  std::string node_id_;
   pid_t pid_ = -1;
 };
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <tuple>
@@ -82,8 +83,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--leader-election", options.leader_election, "run with leader election");
   app.add_option("--leader-election-namespace", options.election.namespace_,
-                 "namespace of the lock object (default, as external-provisioner's: the pod's "
-                 "service-account namespace, else default)");
+                 "namespace of the lock object (default, as external-provisioner's: $POD_NAMESPACE, "
+                 "else the pod's service-account namespace, else default)");
   app.add_option("--leader-election-lock", lock, "auto, lease or configmap")->capture_default_str();
   app.add_option("--leader-election-lease-duration", lease_duration, "duration, e.g. 15s")
       ->capture_default_str();
@@ -172,8 +173,9 @@ int main(int argc, char** argv) {
   }
   options.election.name = controller::ExternalProvisionerLockName(provisioner);
   if (options.election.namespace_.empty()) {
-    options.election.namespace_ =
-        controller::DefaultLockNamespace(controller::kServiceAccountNamespaceFile);
+    const char* pod_namespace = std::getenv("POD_NAMESPACE");
+    options.election.namespace_ = controller::DefaultLockNamespace(
+        pod_namespace ? pod_namespace : "", controller::kServiceAccountNamespaceFile);
   }
   if (options.identity.empty()) {
     char host[256] = "";

@@ -14,7 +14,9 @@ std::string ExternalProvisionerLockName(const std::string& provisioner) {
   return out;
 }
 
-std::string DefaultLockNamespace(const std::string& service_account_namespace_file) {
+std::string DefaultLockNamespace(const std::string& pod_namespace,
+                                 const std::string& service_account_namespace_file) {
+  if (!pod_namespace.empty()) return pod_namespace;
   std::ifstream in(service_account_namespace_file);
   std::string ns;
   if (in && std::getline(in, ns)) {

@@ -19,16 +19,18 @@ TEST(ExternalProvisionerLockName, IsTheSanitisedProvisionerName) {
   EXPECT_EQ(ExternalProvisionerLockName("Mixed-Case9"), "Mixed-Case9");
 }
 
-TEST(DefaultLockNamespace, IsTheServiceAccountsNamespaceElseDefault) {
-  EXPECT_EQ(DefaultLockNamespace("/nonexistent/namespace"), "default");
+TEST(DefaultLockNamespace, IsPodNamespaceElseTheServiceAccountsElseDefault) {
+  EXPECT_EQ(DefaultLockNamespace("", "/nonexistent/namespace"), "default");
+  EXPECT_EQ(DefaultLockNamespace("kube-system", "/nonexistent/namespace"), "kube-system");
   char path[] = "/tmp/flexcsi-lock-ns-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
   { std::ofstream(path) << "flexcsi\n"; }
-  EXPECT_EQ(DefaultLockNamespace(path), "flexcsi");
+  EXPECT_EQ(DefaultLockNamespace("", path), "flexcsi");
+  EXPECT_EQ(DefaultLockNamespace("other", path), "other");  // the variable comes first
   { std::ofstream(path) << ""; }
-  EXPECT_EQ(DefaultLockNamespace(path), "default");
+  EXPECT_EQ(DefaultLockNamespace("", path), "default");
   std::remove(path);
 }
 

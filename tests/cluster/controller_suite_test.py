@@ -488,6 +488,20 @@ class ControllerSuite(unittest.TestCase):
             volumes = {v["id"] for v in PLUGINS.driver_state(SHAPE)["volumes"]} - volumes_before
             return pvs, per_claim, volumes
 
+        def provisioners():
+            """Per claim, the components that reported provisioning it (events Provisioning,
+            ProvisioningSucceeded, ProvisioningFailed). Both name a claim's PV and CSI volume
+            pvc-<claim uid>, so a claim provisioned by both would still show one PV and one
+            volume: these events are what shows that the one not holding the lock kept out."""
+            out = {}
+            for e in c.kubectl_json("get", "events", "-n", ns)["items"]:
+                if (e["involvedObject"].get("kind") == "PersistentVolumeClaim" and e.get("reason")
+                        in ("Provisioning", "ProvisioningSucceeded", "ProvisioningFailed")):
+                    component = (e.get("source") or {}).get("component") or \
+                        e.get("reportingComponent", "")
+                    out.setdefault(e["involvedObject"]["name"], set()).add(component)
+            return out
+
         def takeover(killed, by):
             began = time.monotonic()
             killed.stop(signal.SIGKILL)
@@ -524,6 +538,14 @@ class ControllerSuite(unittest.TestCase):
                      sum("flexVolume" in pv["spec"] for pv in pvs),
                      sum("csi" in pv["spec"] for pv in pvs), len(volumes), taken, taken_back),
                   flush=True)
+            by = provisioners()
+            ours_by = {frozenset(by.get(n, ())) for n in first + third}
+            theirs_by = {frozenset(by.get(n, ())) for n in second}
+            print("provisioning events by: FlexVolume claims %s, CSI claims %s"
+                  % (sorted(map(sorted, ours_by)), sorted(map(sorted, theirs_by))), flush=True)
+            self.assertEqual(len(ours_by), 1, by)
+            self.assertEqual(len(theirs_by), 1, by)
+            self.assertEqual([len(x) for x in ours_by | theirs_by], [1, 1], by)
             self.assertEqual(set(per_claim), set(first + second + third))
             self.assertEqual(set(per_claim.values()), {1}, per_claim)
             self.assertEqual(len(volumes), len(pvs), "orphaned or duplicate CSI volumes")

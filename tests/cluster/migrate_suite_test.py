@@ -163,6 +163,19 @@ def claim_bound(ns, name):
     return claim and claim.get("status", {}).get("phase") == "Bound"
 
 
+def payload_deployment(ns, name, size):
+    """A Deployment of one pod that writes `size` random bytes to /data/payload on its claim
+    `name` once (a later pod finds the file and keeps it), then sleeps."""
+    pod = busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim": {"claimName": name}}],
+                      [{"name": "data", "mountPath": "/data"}],
+                      command="test -f /data/payload || head -c %d /dev/urandom "
+                              "> /data/payload; sleep 3600" % size)
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}}}
+
+
 def running_pod(ns, selector):
     pods = clustertest.CLUSTER.kubectl_json("get", "pods", "-n", ns, "-l", selector)["items"]
     ready = [p for p in pods if not p["metadata"].get("deletionTimestamp") and any(
@@ -216,15 +229,7 @@ class MigrateSuite(unittest.TestCase):
         wait_for("flexcsi-controller to provision the claim", lambda: claim_bound(ns, name), 120)
         pv_name = get("pvc", name, ns)["spec"]["volumeName"]
         self.assertIn("flexVolume", get("pv", pv_name)["spec"])
-        pod = busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim": {"claimName": name}}],
-                          [{"name": "data", "mountPath": "/data"}],
-                          command="test -f /data/payload || head -c 4194304 /dev/urandom "
-                                  "> /data/payload; sleep 3600")
-        apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": name, "namespace": ns},
-               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                        "template": {"metadata": {"labels": {"app": name}},
-                                     "spec": pod["spec"]}}})
+        apply(payload_deployment(ns, name, 4 << 20))
         first = wait_for("the Deployment's pod on FlexVolume", lambda: running_pod(ns, "app=" + name),
                          120)
         checksum = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
@@ -332,16 +337,7 @@ class MigrateSuite(unittest.TestCase):
         apply([clustertest.namespace_object(ns), flex_pv(name, volume_id, ns),
                bound_claim(ns, name)])
         wait_for("the claim to bind", lambda: claim_bound(ns, name))
-        pod = busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim":
-                                      {"claimName": name}}],
-                          [{"name": "data", "mountPath": "/data"}],
-                          command="test -f /data/payload || head -c 16777216 /dev/urandom "
-                                  "> /data/payload; sleep 3600")
-        apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": name, "namespace": ns},
-               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                        "template": {"metadata": {"labels": {"app": name}},
-                                     "spec": pod["spec"]}}})
+        apply(payload_deployment(ns, name, 16 << 20))
         first = wait_for("the Deployment's pod", lambda: running_pod(ns, "app=" + name), 120)
         before = exec_in(ns, first, "sha256sum", "/data/payload").split()[0]
         global ORDERS_CHECKSUM

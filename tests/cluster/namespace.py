@@ -76,6 +76,8 @@ def overlay_top_dirs(paths, scratch):
     has to happen before anything is mounted below those folders: an overlay shows its lower
     folder without the mounts under it."""
     tops = sorted({"/" + p.strip("/").split("/")[0] for p in paths} - {"/"})
+    # a folder holding `scratch` cannot be overlaid with writes inside itself (and is temp)
+    tops = [t for t in tops if not os.path.abspath(scratch).startswith(t + "/")]
     for i, top in enumerate(tops):
         layer = os.path.join(scratch, "overlay-%d" % i)
         upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")

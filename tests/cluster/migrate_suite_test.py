@@ -163,6 +163,19 @@ def claim_bound(ns, name):
     return claim and claim.get("status", {}).get("phase") == "Bound"
 
 
+def idle_bound_flex_claims(ns, prefix, count):
+    """`count` claims in a new namespace `ns`, each bound to its own FlexVolume PV (reclaim
+    Delete) that no pod uses; returns their names once all are bound."""
+    names = ["%s-%d" % (prefix, i) for i in range(count)]
+    objects = [clustertest.namespace_object(ns)]
+    for n in names:
+        objects += [flex_pv(n, "%s-volume-%s" % (prefix, n), ns, reclaim="Delete"),
+                    bound_claim(ns, n)]
+    apply(objects)
+    wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+    return names
+
+
 def payload_deployment(ns, name, size):
     """A Deployment of one pod that writes `size` random bytes to /data/payload on its claim
     `name` once (a later pod finds the file and keeps it), then sleeps."""
@@ -534,12 +547,7 @@ class MigrateSuite(unittest.TestCase):
 
     def test_6_parallel_apply_killed_mid_way_resumes_every_pv(self):
         ns, count = "parallel", 12
-        names = ["par-%d" % i for i in range(count)]
-        objects = [clustertest.namespace_object(ns)]
-        for n in names:
-            objects += [flex_pv(n, "par-volume-" + n, ns, reclaim="Delete"), bound_claim(ns, n)]
-        apply(objects)
-        wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+        names = idle_bound_flex_claims(ns, "par", count)
         uids = {n: get("pvc", n, ns)["metadata"]["uid"] for n in names}
         journal = os.path.join(PLUGINS.dir, "journal-parallel")
         started = time.monotonic()
@@ -568,12 +576,7 @@ class MigrateSuite(unittest.TestCase):
 
     def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
         ns, count, qps, burst = "limited", 3, 5, 5
-        names = ["lim-%d" % i for i in range(count)]
-        objects = [clustertest.namespace_object(ns)]
-        for n in names:
-            objects += [flex_pv(n, "lim-volume-" + n, ns, reclaim="Delete"), bound_claim(ns, n)]
-        apply(objects)
-        wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+        names = idle_bound_flex_claims(ns, "lim", count)
         seen = len(clustertest.CLUSTER.audit_events())
         started = time.monotonic()
         moved = migrate("apply", "--all", "-n", ns, "--parallel", "3", "--qps", str(qps),

@@ -49,6 +49,9 @@ class PersistentVolumeControllerTest(ServerTestCase):
         for name, size, sc in (("fit-big", "10Gi", "fit"), ("fit-small", "3Gi", "fit"),
                                ("fit-tiny", "1Gi", "fit"), ("fit-other", "3Gi", "other")):
             self.api.create(PV, flex_pv(name, size=size, storage_class=sc))
+        # As the real controller does, it matches only PVs it has already made Available;
+        # a claim created before that may bind whichever it had seen.
+        self.api.settle()
         self.api.create(PVC, claim("fit", size="2Gi", storage_class="fit"))
         self.api.settle()
         self.assertEqual(self.pvc("fit")["spec"]["volumeName"], "fit-small")

@@ -45,7 +45,22 @@ def main(pod_network=False, failfast=False):
                                                            bin_dir, version))
     namespace.enter_private_namespaces(sys.argv, network=pod_network)
     os.environ["FLEXCSI_KUBE_BIN"] = bin_dir
-    unittest.main(module="__main__", verbosity=2, failfast=failfast)
+    runner = unittest.TextTestRunner(resultclass=_TimedResult, verbosity=2, failfast=failfast)
+    unittest.main(module="__main__", testRunner=runner)
+
+
+class _TimedResult(unittest.TextTestResult):
+    """Prints each test's wall time after its verdict, so that a CI log shows where a suite's
+    minutes go (Python 3.11's unittest has no --durations)."""
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.stream.writeln("    (%.1f s)" % (time.monotonic() - self._started))
+        self.stream.flush()
 
 
 def start_cluster(**options):

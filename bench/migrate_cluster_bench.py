@@ -19,11 +19,7 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
-import assets  # noqa: E402
-import cluster as kube_cluster  # noqa: E402
-import namespace  # noqa: E402
+from cluster_bench import bench_cluster, flexcsi_binary
 
 FLEX_DRIVER = "bench/lvm"
 CSI_DRIVER = "bench.csi.flexcsi.io"
@@ -133,20 +129,8 @@ def main():
     parser.add_argument("--parallel", type=int, default=16)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-    build = os.environ.get("FLEXCSI_BUILD_DIR") or os.path.join(HERE, "..", "build")
-    flexcsi = os.path.abspath(os.path.join(build, "cli", "flexcsi"))
-    try:
-        bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
-                                or os.path.join(build, "kube-assets"))
-    except assets.AssetsMissing as e:
-        print("SKIP: " + str(e))
-        return 77
-    namespace.enter_private_namespaces([os.path.abspath(__file__), *sys.argv[1:]])
-    c = kube_cluster.Cluster(bin_dir, keep=args.keep)
-    try:
-        c.start()
-        print("cluster up in %.1f s (%s)" % (c.timings["up"], c.dir), flush=True)
-        bench = Bench(c, flexcsi, c.dir)
+    with bench_cluster(__file__, keep=args.keep) as c:
+        bench = Bench(c, flexcsi_binary(), c.dir)
         t0 = time.monotonic()
         if args.serial_pvs:
             bench.create("serial", args.serial_pvs)
@@ -173,9 +157,6 @@ def main():
             "%s %.1f" % kv for kv in step_seconds(journal).items()), flush=True)
         if serial_rate:
             print("speed-up: %.1fx" % (rate / serial_rate), flush=True)
-    finally:
-        left = c.stop()
-        print("cluster down%s" % ("; LEFT: " + ", ".join(left) if left else ""), flush=True)
     return 0
 
 

@@ -26,11 +26,7 @@ import time
 import urllib.error
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
-import assets  # noqa: E402
-import cluster as kube_cluster  # noqa: E402
-import namespace  # noqa: E402
+from cluster_bench import bench_cluster, flexcsi_binary
 
 FLEX_DRIVER = "bench/lvm"
 CSI_DRIVER = "bench.csi.flexcsi.io"
@@ -243,20 +239,9 @@ def main():
     parser.add_argument("--second-burst", type=int, default=None)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-    build = os.environ.get("FLEXCSI_BUILD_DIR") or os.path.join(HERE, "..", "build")
-    flexcsi = os.path.abspath(os.path.join(build, "cli", "flexcsi"))
-    try:
-        bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
-                                or os.path.join(build, "kube-assets"))
-    except assets.AssetsMissing as e:
-        print("SKIP: " + str(e))
-        return 77
-    namespace.enter_private_namespaces([os.path.abspath(__file__), *sys.argv[1:]])
-    c = kube_cluster.Cluster(bin_dir, keep=args.keep)
+    flexcsi = flexcsi_binary()
     failed = False
-    try:
-        c.start()
-        print("cluster up in %.1f s (%s)" % (c.timings["up"], c.dir), flush=True)
+    with bench_cluster(__file__, keep=args.keep) as c:
         api = Api(c)
         for driver in (CSI_DRIVER, EBS_DRIVER):
             api.call("POST", "/apis/storage.k8s.io/v1/csidrivers",
@@ -286,9 +271,6 @@ def main():
                                                                            problems[:10])),
                   flush=True)
             failed = failed or bool(problems) or code != 0
-    finally:
-        left = c.stop()
-        print("cluster down%s" % ("; LEFT: " + ", ".join(left) if left else ""), flush=True)
     return 1 if failed else 0
 
 

@@ -1,0 +1,43 @@
+"""What the real-cluster benchmarks share: finding Kubernetes' binaries and flexcsi in the build,
+and one single-node v1.24 cluster of the tests/cluster harness, up for the length of a `with`
+block and torn down (with what it left reported) however the block ends."""
+import contextlib
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
+import assets  # noqa: E402
+import cluster as kube_cluster  # noqa: E402
+import namespace  # noqa: E402
+
+SKIP = 77  # as the cluster suites: no Kubernetes binaries, nothing to measure
+
+
+def build_dir():
+    return os.environ.get("FLEXCSI_BUILD_DIR") or os.path.join(HERE, "..", "build")
+
+
+def flexcsi_binary():
+    return os.path.abspath(os.path.join(build_dir(), "cli", "flexcsi"))
+
+
+@contextlib.contextmanager
+def bench_cluster(script, keep=False):
+    """Re-runs `script` (with this process's arguments) in private namespaces, then yields a
+    started cluster. Exits with SKIP, saying why in one line, where the binaries are missing."""
+    try:
+        bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
+                                or os.path.join(build_dir(), "kube-assets"))
+    except assets.AssetsMissing as e:
+        print("SKIP: " + str(e))
+        sys.exit(SKIP)
+    namespace.enter_private_namespaces([os.path.abspath(script), *sys.argv[1:]])
+    c = kube_cluster.Cluster(bin_dir, keep=keep)
+    try:
+        c.start()
+        print("cluster up in %.1f s (%s)" % (c.timings["up"], c.dir), flush=True)
+        yield c
+    finally:
+        left = c.stop()
+        print("cluster down%s" % ("; LEFT: " + ", ".join(left) if left else ""), flush=True)

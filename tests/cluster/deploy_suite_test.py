@@ -393,10 +393,15 @@ class DeploySuite(unittest.TestCase):
                                  "configMap/name" % volumes.index("config"), "value": name}]))
 
         use_config("unparsable")
-        wait_for("install-driver to name the parse error",
-                 lambda: "bridge.yaml" in install_driver_log(), 90)
+        # The log that names it, kept: install-driver fails and restarts, and a second read
+        # may meet the next attempt's container with nothing written yet.
+        def log_naming_the_file():
+            text = install_driver_log()
+            return text if "bridge.yaml" in text else None
+
+        log = wait_for("install-driver to name the parse error", log_naming_the_file, 90)
         self.assertFalse(ready(node_pod()))
-        print("\n  unparsable: " + install_driver_log().strip().splitlines()[-1], flush=True)
+        print("\n  unparsable: " + log.strip().splitlines()[-1], flush=True)
 
         use_config("no-driver-socket")
         wait_for("a bridge that runs but is not Ready", lambda: running_not_ready(node_pod()), 90)

@@ -2,7 +2,9 @@
 """A real Kubernetes with two kubelet nodes (Cluster(nodes=2)), each in a network and mount
 namespace of its own: both register and run pods, each node's mounts stay its own, and
 teardown leaves nothing; on each node a flexcsi-bridge and a csi-loopback of its own register
-the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25)."""
+the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25); its
+tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
+multinode_provisioning_tests.py."""
 import json
 import os
 import sys

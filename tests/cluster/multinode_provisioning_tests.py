@@ -25,6 +25,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import unittest
 
@@ -119,6 +120,12 @@ def scheduling_failures(ns, name):
         "get", "events", "-n", ns, "--field-selector",
         "reason=FailedScheduling,involvedObject.name=" + name)["items"]
     return " | ".join(e["message"] for e in items)
+
+
+def read_from(path, offset):
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        return f.read()
 
 
 def pvs_of_namespace(ns):
@@ -252,12 +259,22 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             replicas[0].start()
             wait_for("replica-1 to lead", lambda: holder() == "replica-1", 60)
             replicas[1].start()
-            wait_for("replica-2 to campaign", lambda: "leader election:" in open(
-                replicas[1].log).read(), 30)
-            first = make_claims("a", 12)
-            wait_for("replica-1's first PV", lambda: pvs(), 120, interval=0.1)
+            wait_for("replica-2 to campaign", lambda: "leader election:" in
+                     read_from(replicas[1].log, 0), 30)
+            # The kill comes right after the driver's first CreateVolume answer (its log, read
+            # without an API round trip): replica-1 has volumes in flight with no PV yet.
+            driver_log = PLUGINS[0].procs[SHAPE].log
+            seen = os.path.getsize(driver_log)
+            # kubectl creates the claims one by one while replica-1 already provisions: watch
+            # the driver's log meanwhile, not after
+            first = ["a-%d" % i for i in range(12)]
+            creating = threading.Thread(target=make_claims, args=("a", len(first)))
+            creating.start()
+            wait_for("replica-1's first CreateVolume", lambda: re.search(
+                r"CreateVolume name=pvc-\S+: OK", read_from(driver_log, seen)), 120, interval=0.02)
             killed_at = time.monotonic()
             replicas[0].stop(signal.SIGKILL)
+            creating.join()
             bound_at_kill = len(pvs())
             # pending through the takeover whatever replica-1 finished before its kill
             second = make_claims("b", 6)
@@ -287,11 +304,12 @@ class MultiNodeProvisioningTest(unittest.TestCase):
                 per_claim[pv["spec"]["claimRef"]["name"]] = \
                     per_claim.get(pv["spec"]["claimRef"]["name"], 0) + 1
             volumes = volume_ids(PLUGINS[0]) - volumes_before
-            print("\ntwo replicas: %d claims (%d bound when replica-1 was killed with -9), "
+            print("\ntwo replicas: %d claims (%d with a PV when replica-1 was killed with -9), "
                   "%d PVs, %d CSI volumes; replica-2 took the Lease %.1f s after the kill "
                   "(lease %d s), its first PV %.1f s after, all PVs %.1f s after"
                   % (len(names), bound_at_kill, len(made), len(volumes), taken, lease_seconds,
                      first_pv, all_bound), flush=True)
+            self.assertLess(bound_at_kill, len(first), "no claim was pending at the kill")
             self.assertEqual(set(per_claim), set(names))
             self.assertEqual(set(per_claim.values()), {1}, per_claim)
             self.assertEqual(volumes, {pv["spec"]["flexVolume"]["options"]["volumeID"]

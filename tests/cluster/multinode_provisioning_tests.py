@@ -175,6 +175,11 @@ class MultiNodeProvisioningTest(unittest.TestCase):
                claim(ns, "immediate", "mn-immediate"),
                pod(ns, "wffc", "wffc"), pod(ns, "wffc-on-b", "wffc-on-b", node=b)])
         controller.start()
+        began, phases = time.monotonic(), []
+
+        def phase(name):  # where the test's time goes, for CI logs
+            phases.append("%s %.1f s" % (name, time.monotonic() - began))
+
         try:
             # Immediate: placed where the driver answered (node A); the pods come once the claim
             # is bound, so that the scheduler's first answer is about the PV's node affinity.
@@ -185,6 +190,7 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             # allows), the PV controller hands its choice over in the annotation, the volume is
             # made on that node and the pod runs and writes there.
             wait_pod_running(ns, "wffc", timeout=180)
+            phase("wffc running")
             selected = get("pvc", "wffc", ns)["metadata"]["annotations"][SELECTED_NODE]
             self.assertEqual(selected, a)
             self.assertEqual(get("pod", "wffc", ns)["spec"]["nodeName"], a)
@@ -201,6 +207,7 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             wait_for("flexcsi-controller's refusal of wffc-on-b", lambda: any(
                 "no requisite topology includes node " + a in m
                 for _, m in controller_events(ns, "wffc-on-b", "ProvisioningFailed")), 120)
+            phase("wffc-on-b refused")
             print("\nwffc-on-b (selected %s): %s" % (
                 b, controller_events(ns, "wffc-on-b", "ProvisioningFailed")[0][1]), flush=True)
             self.assertEqual(get("pvc", "wffc-on-b", ns)["status"]["phase"], "Pending")
@@ -211,7 +218,9 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             wait_for("the scheduler's refusal of immediate-on-b", lambda: "volume node affinity "
                      "conflict" in scheduling_failures(ns, "immediate-on-b"), 120)
             print("immediate-on-b: %s" % scheduling_failures(ns, "immediate-on-b"), flush=True)
+            phase("immediate-on-b refused")
             wait_pod_running(ns, "immediate-on-a", timeout=180)
+            phase("immediate-on-a running")
             self.assertEqual(get("pod", "immediate-on-a", ns)["spec"]["nodeName"], a)
             self.assertEqual(exec_in(ns, "immediate-on-a", "cat", "/data/file").strip(),
                              "written-by-immediate-on-a")
@@ -223,6 +232,8 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             self.assertEqual(len(pvs_of_namespace(ns)), 2)
             delete_pods_and_claims(ns)
             self.assertEqual(volume_ids(PLUGINS[0]) & {volume}, set())
+            phase("cleaned up")
+            print("after the controller's start: " + ", ".join(phases), flush=True)
         finally:
             controller.stop()
 

@@ -2,7 +2,9 @@
 """A real Kubernetes with two kubelet nodes (Cluster(nodes=2)), each in a network and mount
 namespace of its own: both register and run pods, each node's mounts stay its own, and
 teardown leaves nothing; on each node a flexcsi-bridge and a csi-loopback of its own register
-the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25)."""
+the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25); its
+tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
+multinode_provisioning_tests.py."""
 import json
 import os
 import sys
@@ -14,12 +16,14 @@ from clustertest import apply, busybox_pod, get, wait_pod_running  # noqa: E402
 from clustertest import wait_for  # noqa: E402
 import namespace  # noqa: E402
 from node_plugins import NodePlugins, csi_driver  # noqa: E402
+import multinode_provisioning_tests  # noqa: E402
 
 NODES = 2
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 DRIVER = csi_driver("default")
 PLUGINS = []  # one NodePlugins per node
+multinode_provisioning_tests.PLUGINS = PLUGINS  # the same list, filled by setUpModule
 
 
 def setUpModule():
@@ -30,8 +34,9 @@ def setUpModule():
               "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
     kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
     for node in c.nodes:
-        PLUGINS.append(NodePlugins(c, shapes=("default",), registration_kubeconfig=kubeconfig,
-                                   node=node))
+        # noattach: the node-local driver shape of multinode_provisioning_tests
+        PLUGINS.append(NodePlugins(c, shapes=("default", "noattach"),
+                                   registration_kubeconfig=kubeconfig, node=node))
         PLUGINS[-1].start()
 
 
@@ -93,6 +98,12 @@ class MultiNodeClusterTest(unittest.TestCase):
             self.assertNotIn(target, namespace.mount_points())
         finally:
             a.in_node("umount", target, check=False)
+
+
+# Defined here, so that the tests run inside this module's setUpModule/tearDownModule (unittest
+# runs a class's module fixtures by the class's module): one cluster for the whole suite.
+class MultiNodeProvisioningTest(multinode_provisioning_tests.MultiNodeProvisioningTest):
+    """Issue 25 tests 2 and 3 (multinode_provisioning_tests.py)."""
 
 
 if __name__ == "__main__":

@@ -379,7 +379,9 @@ class Cluster:
         """Every request, by whom (user agent) and with what result; PV writes with their
         bodies (delete preconditions, the object deleted), so suites can check the rules the
         stand-in's audit log is used for on the real API server's own record; writes of a
-        workload's replicas (/scale) with their bodies, so a suite can count scale-downs."""
+        workload's replicas (/scale) with their bodies, so a suite can count scale-downs; node
+        status writes of kube-controller-manager (admin) with their bodies, so a suite sees when
+        the attach/detach controller put a volume in or took it out of volumesAttached."""
         policy = os.path.join(self.dir, "audit-policy.yaml")
         with open(policy, "w") as f:
             json.dump({"apiVersion": self.version.audit_api_version, "kind": "Policy",
@@ -393,6 +395,12 @@ class Cluster:
                                  {"level": "RequestResponse", "verbs": ["update", "patch"],
                                   "resources": [{"group": "apps", "resources": [
                                       "deployments/scale", "statefulsets/scale"]}]},
+                                 # the attach/detach controller's record of what is
+                                 # attached where (volumesAttached), with its patch body;
+                                 # kubelets' own status writes stay metadata only
+                                 {"level": "Request", "verbs": ["update", "patch"],
+                                  "users": ["admin"],
+                                  "resources": [{"group": "", "resources": ["nodes/status"]}]},
                                  {"level": "Metadata"}]}, f)
         return policy
 

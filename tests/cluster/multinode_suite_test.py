@@ -4,7 +4,8 @@ namespace of its own: both register and run pods, each node's mounts stay its ow
 teardown leaves nothing; on each node a flexcsi-bridge and a csi-loopback of its own register
 the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25); its
 tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
-multinode_provisioning_tests.py."""
+multinode_provisioning_tests.py, tests 1 and 6 (a volume moved by a drain and by a node loss) in
+multinode_move_tests.py."""
 import json
 import os
 import sys
@@ -16,7 +17,8 @@ from clustertest import apply, busybox_pod, get, wait_pod_running  # noqa: E402
 from clustertest import wait_for  # noqa: E402
 import namespace  # noqa: E402
 from node_plugins import NodePlugins, csi_driver  # noqa: E402
-import multinode_provisioning_tests  # noqa: E402
+import multinode_provisioning_tests  # noqa: E402  (issue 25 tests 2 and 3)
+import multinode_move_tests  # noqa: E402  (issue 25 tests 1 and 6)
 
 NODES = 2
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -27,7 +29,8 @@ multinode_provisioning_tests.PLUGINS = PLUGINS  # the same list, filled by setUp
 
 
 def setUpModule():
-    c = clustertest.start_cluster(nodes=NODES)
+    c = clustertest.start_cluster(
+        nodes=NODES, controller_manager_flags=multinode_move_tests.CONTROLLER_MANAGER_FLAGS)
     apply([clustertest.namespace_object("flexcsi")])
     c.kubectl("apply", "-n", "flexcsi", "-f",
               os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
@@ -104,6 +107,12 @@ class MultiNodeClusterTest(unittest.TestCase):
 # runs a class's module fixtures by the class's module): one cluster for the whole suite.
 class MultiNodeProvisioningTest(multinode_provisioning_tests.MultiNodeProvisioningTest):
     """Issue 25 tests 2 and 3 (multinode_provisioning_tests.py)."""
+
+
+# Defined here so that unittest runs it between this module's setUpModule and tearDownModule
+# (module fixtures follow a test class's __module__): on this suite's cluster.
+class VolumeMovesBetweenNodesTest(multinode_move_tests.VolumeMovesBetweenNodesTest):
+    pass
 
 
 if __name__ == "__main__":

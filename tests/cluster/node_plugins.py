@@ -33,19 +33,27 @@ def csi_driver(shape):
 
 class NodePlugins:
     def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None, specs=None,
-                 node=None):
+                 node=None, control_plane=False, name="flexcsi", plugin_dirs=None):
         """`registration_kubeconfig`: the bridge registers its drivers on the node with it
         (nodeName and kubeconfig in its configuration); None: no cluster access. `specs`: the
         shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES. `node`: one
         of a multi-node cluster's nodes (Cluster.nodes): its bridge and csi-loopbacks run in
-        that node's namespaces, with its kubelet root and plugin dir."""
+        that node's namespaces, with its kubelet root and plugin dir. `control_plane`: the
+        control plane's bridge (docs/operations.md, install step 4): `kubeletRoot: none`, its
+        drivers installed into kube-controller-manager's plugin dir alone, serving attach and
+        detach. `name`: the folder (and log name) of this set, so that a second set can run
+        beside the first. `plugin_dirs`: where `install-driver` puts the drivers (default:
+        kubelet's and kube-controller-manager's plugin dirs)."""
         self.cluster = cluster
         self.node = node
         self.node_name = node.name if node else cluster.node_name
+        if control_plane:
+            self.node_name = "control-plane"
+        self.control_plane = control_plane
         self.kubelet_root = node.kubelet_root if node else cluster.kubelet_root
         self.plugin_dir = node.plugin_dir if node else cluster.plugin_dir
         self.enter = node.enter() if node else []
-        suffix = "-" + node.name if node else ""
+        suffix = ("-" + name if name != "flexcsi" else "") + ("-" + node.name if node else "")
         self.shapes = list(shapes)
         self.specs = specs or SHAPES
         self.registration_kubeconfig = registration_kubeconfig
@@ -54,7 +62,10 @@ class NodePlugins:
         self.loopback_bin = os.path.join(build, "drivers", "loopback", "csi-loopback")
         self.flexcsi_bin = os.path.join(build, "cli", "flexcsi")
         self.flexexec_bin = os.path.join(build, "flexexec", "flexexec")
-        self.dir = os.path.join(node.dir if node else cluster.dir, "flexcsi")
+        self.dir = os.path.join(node.dir if node else cluster.dir, name)
+        self.plugin_dirs = plugin_dirs or (
+            (cluster.controller_plugin_dir,) if control_plane
+            else (self.plugin_dir, cluster.controller_plugin_dir))
         self.log_suffix = suffix
         self.socket = os.path.join(self.dir, "bridge.sock")
         self.config = os.path.join(self.dir, "bridge.yaml")
@@ -89,7 +100,8 @@ class NodePlugins:
                 "attach": self.specs[shape]["attach"], "accessMode": "ReadWriteOnce",
                 "rule": {"csiDriver": csi_driver(shape),
                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
-        config = {"kubeletRoot": self.kubelet_root, "socket": self.socket,
+        config = {"kubeletRoot": "none" if self.control_plane else self.kubelet_root,
+                  "socket": self.socket,
                   "stateDatabase": self.state_db, "metricsAddress": "",
                   "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
                   "drivers": drivers}
@@ -136,7 +148,7 @@ class NodePlugins:
         self._wait_socket(self.csi_socket(shape), proc)
 
     def install_drivers(self):
-        for plugin_dir in (self.plugin_dir, self.cluster.controller_plugin_dir):
+        for plugin_dir in self.plugin_dirs:
             subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
                             "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
                            check=True, capture_output=True, text=True)

@@ -205,6 +205,29 @@ Status DetachLoopDevices(const std::string& backing_file) {
   return Status::Ok();
 }
 
+uint64_t LoopDeviceSequence(const std::string& device) {
+  std::optional<std::string> seq = ReadAttribute("/sys/block/" + SysfsName(device) + "/diskseq");
+  if (!seq) return 0;
+  try {
+    return std::stoull(*seq);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+Status DetachLoopDeviceAttachment(const std::string& device, uint64_t sequence,
+                                  const std::string& backing_file) {
+  if (device.empty() || sequence == 0 || LoopDeviceSequence(device) != sequence ||
+      !IsBoundTo(device, backing_file)) {
+    return Status::Ok();
+  }
+  StatusOr<std::string> out = RunCommand({"losetup", "--detach", device});
+  if (!out.ok() && IsBoundTo(device, backing_file)) {
+    return out.status().WithContext("detaching " + device);
+  }
+  return WaitUntilReleased(device, backing_file);
+}
+
 Status RefreshLoopDeviceSize(const std::string& device) {
   StatusOr<std::string> out = RunCommand({"losetup", "--set-capacity", device});
   if (!out.ok()) return out.status().WithContext("refreshing size of " + device);

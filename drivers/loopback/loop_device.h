@@ -30,6 +30,17 @@ StatusOr<std::string> AttachLoopDevice(const std::string& backing_file, bool rea
 // when that takes longer than a few seconds). OK when there is none.
 Status DetachLoopDevices(const std::string& backing_file);
 
+// The kernel's disk sequence number of `device` (/sys/block/<name>/diskseq): a new number
+// every time a loop device is bound, so it tells one attachment from a later one that got the
+// same device number. 0 when the kernel shows none.
+uint64_t LoopDeviceSequence(const std::string& device);
+
+// Detaches `device` when it is still the attachment with disk sequence `sequence` bound to
+// `backing_file`, and waits until the kernel has unbound it; OK without touching anything when
+// it is not (that attachment is gone, and the number may now be someone else's).
+Status DetachLoopDeviceAttachment(const std::string& device, uint64_t sequence,
+                                  const std::string& backing_file);
+
 // Makes `device` pick up the new size of its grown backing file (losetup -c).
 Status RefreshLoopDeviceSize(const std::string& device);
 

@@ -44,6 +44,24 @@ TEST_F(LoopDeviceTest, AttachReusesTheDeviceOfTheSameFile) {
   EXPECT_EQ(*BlockDeviceSize(*first), 8 << 20);
 }
 
+// Nodes imitated on one machine share its loop devices: a node whose attachment is gone (lost,
+// then back) must not detach the device another node attached since, even under the same
+// number.
+TEST_F(LoopDeviceTest, DetachesOnlyTheAttachmentItsSequenceNames) {
+  StatusOr<std::string> first = AttachLoopDevice(file_);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const uint64_t first_seq = LoopDeviceSequence(*first);
+  ASSERT_NE(first_seq, 0u);
+  ASSERT_TRUE(DetachLoopDevices(file_).ok());
+  StatusOr<std::string> second = AttachLoopDevice(file_);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_NE(LoopDeviceSequence(*second), first_seq);
+  EXPECT_TRUE(DetachLoopDeviceAttachment(*first, first_seq, file_).ok());
+  EXPECT_EQ(LoopDevicesFor(file_)->size(), 1u) << "another attachment was detached";
+  EXPECT_TRUE(DetachLoopDeviceAttachment(*second, LoopDeviceSequence(*second), file_).ok());
+  EXPECT_TRUE(LoopDevicesFor(file_)->empty());
+}
+
 // A DaemonSet upgrade replaces the csi-loopback container that attached a device; the kernel
 // then names the device's file only by its path within the container's (gone) mount.
 TEST_F(LoopDeviceTest, FoundAfterTheMountItWasAttachedThroughIsGone) {

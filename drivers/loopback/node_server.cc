@@ -169,6 +169,7 @@ std::optional<VolumeRecord> NodeServer::LoadVolume(const std::string& volume_id)
   volume->staging_path = local ? local->staging_path : "";
   volume->staged_capability_key = local ? local->staged_capability_key : "";
   volume->device = local ? local->device : "";
+  volume->device_seq = local ? local->device_seq : 0;
   volume->node_publications =
       local ? local->node_publications : decltype(volume->node_publications){};
   return volume;
@@ -316,6 +317,7 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   }
   volume->staging_path = path;
   volume->staged_capability_key = key;
+  volume->device_seq = LoopDeviceSequence(*device);
   volume->device = *device;
   return state_->PutVolume(*volume).status();
 }
@@ -355,7 +357,14 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   if (mounted.ok() && MountShowsDevice(*mounted, *devices)) {
     FLEXCSI_RETURN_IF_ERROR(UnmountAll(path));
   }
-  FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
+  if (options_.shared() && volume->device_seq != 0) {
+    // Loop devices are one kernel's: a node imitated on this machine detaches only the
+    // attachment it made, never the device another node staged the volume on since (after
+    // this node was lost, say), even if the kernel gave it the same number.
+    FLEXCSI_RETURN_IF_ERROR(DetachLoopDeviceAttachment(volume->device, volume->device_seq, file));
+  } else {
+    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
+  }
   if (volume->staging_path.empty() && volume->device.empty()) return Status::Ok();
   // With a shared store this node's copy of the record holds only node-side fields: once
   // nothing is left on the node, the copy goes (the catalog keeps the volume).
@@ -363,6 +372,7 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   volume->staging_path.clear();
   volume->staged_capability_key.clear();
   volume->device.clear();
+  volume->device_seq = 0;
   return state_->PutVolume(*volume).status();
 }
 
@@ -532,6 +542,7 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   if (!options_.stage_unstage && volume->node_publications.empty()) {
     FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(catalog_->VolumeFilePath(volume->id)));
     volume->device.clear();
+  volume->device_seq = 0;
   }
   return state_->PutVolume(*volume).status();
 }

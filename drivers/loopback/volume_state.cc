@@ -52,6 +52,7 @@ json ToJson(const VolumeRecord& v) {
               {"staging_path", v.staging_path},
               {"staged_capability", v.staged_capability_key},
               {"device", v.device},
+              {"device_seq", v.device_seq},
               {"node_publications", node}};
 }
 
@@ -73,6 +74,7 @@ VolumeRecord VolumeFromJson(const json& j) {
   v.staging_path = j.at("staging_path").get<std::string>();
   v.staged_capability_key = j.at("staged_capability").get<std::string>();
   v.device = j.at("device").get<std::string>();
+  v.device_seq = j.value("device_seq", uint64_t{0});  // newer than the format
   for (const auto& [target, pub] : j.at("node_publications").items()) {
     // mount_group is newer than the format: states written before it have none.
     v.node_publications[target] = {pub.at("readonly").get<bool>(),

@@ -58,6 +58,10 @@ struct VolumeRecord {
   std::string staging_path;
   std::string staged_capability_key;
   std::string device;
+  // With a shared store: the device's disk sequence number when this node attached it, so that
+  // the node detaches only its own attachment (loop devices are one kernel's, and nodes
+  // imitated on one machine share it); 0 when unknown.
+  uint64_t device_seq = 0;
   std::map<std::string, NodePublication> node_publications;  // by target path
 };
 

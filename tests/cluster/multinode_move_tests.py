@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 import unittest
@@ -110,6 +111,11 @@ def loop_devices_of(path):
     return out.split()
 
 
+def accepts(unix_socket):
+    with socket.socket(socket.AF_UNIX) as s:
+        return s.connect_ex(unix_socket) == 0
+
+
 class VolumeMovesBetweenNodesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -169,8 +175,11 @@ class VolumeMovesBetweenNodesTest(unittest.TestCase):
         self.assertNotIn(old, json.dumps(record[0]))
         self.assertIn(new, json.dumps(record[0]))
         self.assert_nothing_left_on(old, volume_id)
-        self.assertEqual(len(loop_devices_of(self.volume_file(volume_id))), 1,
-                         "one loop device, the new node's")
+        devices = loop_devices_of(self.volume_file(volume_id))
+        self.assertEqual(len(devices), 1, "one loop device, the new node's")
+        # csi-loopback never asks for autoclear: set, the old node's driver detached it
+        with open("/sys/block/%s/loop/autoclear" % os.path.basename(devices[0])) as f:
+            self.assertEqual(f.read().strip(), "0", "the new node's device is being released")
 
     def assert_nothing_left_on(self, node, volume_id):
         plugins = self.on_node[node]
@@ -190,7 +199,7 @@ class VolumeMovesBetweenNodesTest(unittest.TestCase):
         calls = []
         with open(self.control.procs[SHAPE].log, errors="replace") as f:
             for line in f:
-                m = re.search(r"(Controller(?:Un)?PublishVolume) %s node=(\S+): OK"
+                m = re.search(r"(Controller(?:Unp|P)ublishVolume) %s node=(\S+): OK"
                               % re.escape(volume_id), line)
                 if m:
                     calls.append((m.group(1), m.group(2)))
@@ -274,8 +283,8 @@ class VolumeMovesBetweenNodesTest(unittest.TestCase):
     def power_on(self, node):
         c = clustertest.CLUSTER
         c.procs["containerd-" + node.name].start()
-        wait_for("containerd on " + node.name,
-                 lambda: os.path.exists(node.containerd_socket), 60)
+        # the killed containerd left its socket file: wait until the new one answers
+        wait_for("containerd on " + node.name, lambda: accepts(node.containerd_socket), 60)
         c.procs["kubelet-" + node.name].start()
         mine = self.on_node[node.name]
         mine.restart_driver(SHAPE)

@@ -225,8 +225,10 @@ void CleanUpTestDirectory(const std::string& dir) {
 void DriverTest::SetUp() {
   ASSERT_TRUE(InPrivateMountNamespace())
       << "driver tests mount for real; run them via ctest (unshare -m --propagation private)";
-  char templ[] = "/tmp/flexcsi-driver-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(templ), nullptr);
+  // The test's pid in the name: the leftover sweep (detach_leftover_loop_devices.sh) leaves the
+  // devices of a test binary still running, e.g. another checkout's ctest beside this one.
+  std::string templ = "/tmp/flexcsi-driver-test-" + std::to_string(::getpid()) + "-XXXXXX";
+  ASSERT_NE(::mkdtemp(templ.data()), nullptr);
   dir_ = templ;
   state_dir_ = dir_ + "/state";
   driver_ = std::make_unique<DriverProcess>(dir_ + "/csi.sock", state_dir_, dir_ + "/driver.log",

@@ -109,6 +109,15 @@ def _stop_cluster():
         raise AssertionError("teardown left: " + ", ".join(left))
 
 
+def controller_events(ns, name, reason):
+    """flexcsi-controller's events of `reason` on the object: [(count, message)]."""
+    items = CLUSTER.kubectl_json(
+        "get", "events", "-n", ns, "--field-selector",
+        "reason=%s,involvedObject.name=%s" % (reason, name))["items"]
+    return [(e.get("count", 1), e["message"]) for e in items
+            if e.get("source", {}).get("component") == "flexcsi-controller"]
+
+
 def wait_for(what, check, timeout=90, interval=0.5):
     """Polls `check()` until it returns a truthy value, which is returned."""
     deadline = time.monotonic() + timeout

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assets  # noqa: E402
 import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, delete_and_wait, exec_in, get, wait_for  # noqa: E402
-from clustertest import wait_pod_running  # noqa: E402
+from clustertest import controller_events, wait_pod_running  # noqa: E402
 from cluster import Process  # noqa: E402
 from node_plugins import NodePlugins, csi_driver, flex_driver  # noqa: E402
 
@@ -103,15 +103,6 @@ def provisions_wait_for_first_consumer():
 
 def knows_data_source():
     return clustertest.CLUSTER.version.at_least(12)
-
-
-def controller_events(ns, name, reason):
-    """flexcsi-controller's events of `reason` on the object: [(count, message)]."""
-    items = clustertest.CLUSTER.kubectl_json(
-        "get", "events", "-n", ns, "--field-selector",
-        "reason=%s,involvedObject.name=%s" % (reason, name))["items"]
-    return [(e.get("count", 1), e["message"]) for e in items
-            if e.get("source", {}).get("component") == "flexcsi-controller"]
 
 
 def assert_refused_once(test, ns, name, message_part, reason="ProvisioningFailed"):

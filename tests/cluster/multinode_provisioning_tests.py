@@ -32,7 +32,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, exec_in, get, wait_for  # noqa: E402
-from clustertest import wait_pod_running  # noqa: E402
+from clustertest import controller_events, wait_pod_running  # noqa: E402
 from cluster import Process  # noqa: E402
 from node_plugins import csi_driver  # noqa: E402
 
@@ -104,14 +104,6 @@ def affinity_nodes(pv):
     terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     return sorted(v for t in terms for e in t["matchExpressions"] if e["key"] == TOPOLOGY_KEY
                   for v in e["values"])
-
-
-def controller_events(ns, name, reason):
-    items = clustertest.CLUSTER.kubectl_json(
-        "get", "events", "-n", ns, "--field-selector",
-        "reason=%s,involvedObject.name=%s" % (reason, name))["items"]
-    return [(e.get("count", 1), e["message"]) for e in items
-            if e.get("source", {}).get("component") == "flexcsi-controller"]
 
 
 def scheduling_failures(ns, name):

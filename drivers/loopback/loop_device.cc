@@ -186,21 +186,28 @@ StatusOr<std::string> AttachLoopDevice(const std::string& backing_file, bool rea
   return device;
 }
 
+// Unbinds `device` from `backing_file` (unless the kernel is already releasing it) and waits
+// until it is unbound.
+static Status DetachAndWait(const std::string& device, const std::string& backing_file,
+                            bool releasing) {
+  if (!releasing) {
+    StatusOr<std::string> out = RunCommand({"losetup", "--detach", device});
+    // Failing because it is already unbound (ENXIO: its release completed since the listing)
+    // is what we wanted.
+    if (!out.ok() && IsBoundTo(device, backing_file)) {
+      return out.status().WithContext("detaching " + device);
+    }
+  }
+  // losetup --detach returns at once even when the kernel only marked the device for release;
+  // done means unbound, so that the file is free and the next attach gets a live device.
+  return WaitUntilReleased(device, backing_file);
+}
+
 Status DetachLoopDevices(const std::string& backing_file) {
   StatusOr<std::vector<LoopDevice>> devices = ListLoopDevices(backing_file);
   if (!devices.ok()) return devices.status();
   for (const LoopDevice& device : *devices) {
-    if (!device.releasing) {
-      StatusOr<std::string> out = RunCommand({"losetup", "--detach", device.name});
-      // Failing because it is already unbound (ENXIO: its release completed since the listing)
-      // is what we wanted.
-      if (!out.ok() && IsBoundTo(device.name, backing_file)) {
-        return out.status().WithContext("detaching " + device.name);
-      }
-    }
-    // losetup --detach returns at once even when the kernel only marked the device for release;
-    // done means unbound, so that the file is free and the next attach gets a live device.
-    FLEXCSI_RETURN_IF_ERROR(WaitUntilReleased(device.name, backing_file));
+    FLEXCSI_RETURN_IF_ERROR(DetachAndWait(device.name, backing_file, device.releasing));
   }
   return Status::Ok();
 }
@@ -221,11 +228,7 @@ Status DetachLoopDeviceAttachment(const std::string& device, uint64_t sequence,
       !IsBoundTo(device, backing_file)) {
     return Status::Ok();
   }
-  StatusOr<std::string> out = RunCommand({"losetup", "--detach", device});
-  if (!out.ok() && IsBoundTo(device, backing_file)) {
-    return out.status().WithContext("detaching " + device);
-  }
-  return WaitUntilReleased(device, backing_file);
+  return DetachAndWait(device, backing_file, /*releasing=*/false);
 }
 
 Status RefreshLoopDeviceSize(const std::string& device) {

@@ -542,7 +542,7 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   if (!options_.stage_unstage && volume->node_publications.empty()) {
     FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(catalog_->VolumeFilePath(volume->id)));
     volume->device.clear();
-  volume->device_seq = 0;
+    volume->device_seq = 0;
   }
   return state_->PutVolume(*volume).status();
 }

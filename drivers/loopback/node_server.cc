@@ -322,6 +322,13 @@ Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
   return state_->PutVolume(*volume).status();
 }
 
+Status NodeServer::DetachNodeAttachment(const VolumeRecord& volume, const std::string& file) {
+  if (options_.shared() && volume.device_seq != 0) {
+    return DetachLoopDeviceAttachment(volume.device, volume.device_seq, file);
+  }
+  return DetachLoopDevices(file);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 grpc::Status NodeServer::NodeUnstageVolume(grpc::ServerContext*,
@@ -357,14 +364,7 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
   if (mounted.ok() && MountShowsDevice(*mounted, *devices)) {
     FLEXCSI_RETURN_IF_ERROR(UnmountAll(path));
   }
-  if (options_.shared() && volume->device_seq != 0) {
-    // Loop devices are one kernel's: a node imitated on this machine detaches only the
-    // attachment it made, never the device another node staged the volume on since (after
-    // this node was lost, say), even if the kernel gave it the same number.
-    FLEXCSI_RETURN_IF_ERROR(DetachLoopDeviceAttachment(volume->device, volume->device_seq, file));
-  } else {
-    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(file));
-  }
+  FLEXCSI_RETURN_IF_ERROR(DetachNodeAttachment(*volume, file));
   if (volume->staging_path.empty() && volume->device.empty()) return Status::Ok();
   // With a shared store this node's copy of the record holds only node-side fields: once
   // nothing is left on the node, the copy goes (the catalog keeps the volume).
@@ -504,6 +504,7 @@ Status NodeServer::PublishFromDevice(const csi::v1::NodePublishVolumeRequest& re
     }
     return result;
   }
+  volume->device_seq = LoopDeviceSequence(*device);
   volume->device = *device;
   return Status::Ok();
 }
@@ -537,13 +538,26 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
   FLEXCSI_RETURN_IF_ERROR(UnmountAll(target));
   // The spec asks us to leave no target behind; RemoveTarget only ever removes an empty one.
   FLEXCSI_RETURN_IF_ERROR(RemoveTarget(target));
-  if (!recorded) return Status::Ok();
   volume->node_publications.erase(target);
+  bool changed = recorded;
   if (!options_.stage_unstage && volume->node_publications.empty()) {
-    FLEXCSI_RETURN_IF_ERROR(DetachLoopDevices(catalog_->VolumeFilePath(volume->id)));
+    // Without staging the last unpublish detaches, also when this target was never recorded:
+    // a driver killed after attaching but before recording leaves a device no record names,
+    // and the CO then unpublishes instead of publishing again. Not then where devices may be
+    // another node's (shared store), nor while one is mounted elsewhere: that belongs to
+    // another unrecorded publication, whose unpublish detaches it.
+    const std::string file = catalog_->VolumeFilePath(volume->id);
+    StatusOr<std::vector<std::string>> devices = LoopDevicesFor(file);
+    if (!devices.ok()) return devices.status();
+    if (recorded || (!options_.shared() &&
+                     std::none_of(devices->begin(), devices->end(), DeviceIsMounted))) {
+      FLEXCSI_RETURN_IF_ERROR(DetachNodeAttachment(*volume, file));
+    }
+    changed = changed || !volume->device.empty();
     volume->device.clear();
     volume->device_seq = 0;
   }
+  if (!changed) return Status::Ok();
   return state_->PutVolume(*volume).status();
 }
 

@@ -63,6 +63,11 @@ class NodeServer final : public csi::v1::Node::Service {
   StatusOr<std::string> AttachAndFormat(const VolumeRecord& volume,
                                         const csi::v1::VolumeCapability& capability,
                                         std::string* fs_type, bool* formatted);
+  // Detaches what this node attached of `volume` (backed by `file`): with a shared store only
+  // the attachment it recorded, when it recorded one (loop devices are the whole kernel's, and a
+  // node imitated on this machine must never detach the device another node attached since,
+  // even one the kernel gave the same number); else every device of the file.
+  Status DetachNodeAttachment(const VolumeRecord& volume, const std::string& file);
   // Mounts a filesystem device at `path` (creating the directory) honouring the capability's
   // mount flags, read-only-ness and volume_mount_group. `superblock_readonly` mounts the
   // filesystem itself read-only; a `readonly` mount of a writable filesystem is read-only as a

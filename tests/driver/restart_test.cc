@@ -54,6 +54,45 @@ TEST_F(RestartTest, WorkInFlightAtSigtermFinishesAndAnswers) {
   ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
 }
 
+class NoStageRestartTest : public DriverTest {
+ protected:
+  std::vector<std::string> ExtraFlags() const override { return {"--no-stage-unstage"}; }
+};
+
+TEST_F(NoStageRestartTest, KilledPublishThenUnpublishLeavesNoDevice) {
+  // Killed while NodePublish formats: the loop device is attached and no record names it. The
+  // CO's pod is gone by the time the driver is back, so what comes next is the unpublish; it
+  // must detach the device (the chaos suite once found one bound to the volume for good).
+  const VolumeCapability cap = MountCapability("xfs");
+  const std::string id = CreateVolume("pvc-killed-publish", 512 * kMiB, cap);
+  std::map<std::string, std::string> context = ControllerPublish(id, cap);
+  MakeDir("pods");
+  csi::v1::NodePublishVolumeRequest publish;
+  publish.set_volume_id(id);
+  publish.set_target_path(PathIn("pods/t"));
+  *publish.mutable_volume_capability() = cap;
+  for (const auto& [key, value] : context) (*publish.mutable_publish_context())[key] = value;
+  grpc::Status published;
+  std::thread call([&] { published = Call(publish); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (driver_->Log().find("formatting") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_NE(driver_->Log().find("formatting"), std::string::npos) << driver_->Log();
+  driver_->Kill();
+  call.join();
+  EXPECT_FALSE(published.ok());
+  ASSERT_EQ(LoopDevicesBelow(state_dir()).size(), 1u);  // attached, recorded nowhere
+
+  ASSERT_NO_FATAL_FAILURE(RestartDriver());
+  ASSERT_NO_FATAL_FAILURE(Unpublish(id, PathIn("pods/t")));
+  EXPECT_TRUE(LoopDevicesBelow(state_dir()).empty());
+  EXPECT_TRUE(MountPointsBelow(test_dir()).empty());
+  ASSERT_NO_FATAL_FAILURE(ControllerUnpublish(id));
+  ASSERT_NO_FATAL_FAILURE(DeleteVolume(id));
+}
+
 TEST_F(RestartTest, StateSurvivesARestart) {
   const VolumeCapability cap = MountCapability();
   const std::string id = CreateVolume("pvc-restart", 16 * kMiB, cap);

@@ -112,6 +112,7 @@ class MigrateAcrossNodesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         c = clustertest.CLUSTER
+        began = time.monotonic()
         cls.store = os.path.join(c.dir, "migrate-store")
         os.makedirs(cls.store, exist_ok=True)
         specs = {SHAPE: {"args": ["--shared-store", cls.store], "attach": True,
@@ -135,6 +136,8 @@ class MigrateAcrossNodesTest(unittest.TestCase):
         cls.rules = migrate_run.write_rules(os.path.join(cls.control.dir, "rules.json"),
                                             flex_driver(SHAPE), CSI_DRIVER)
         apply([clustertest.namespace_object(NS)])
+        print("\nmigrate across nodes: bridges, drivers and CSI sidecars up in %.1f s"
+              % (time.monotonic() - began), flush=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -151,6 +154,7 @@ class MigrateAcrossNodesTest(unittest.TestCase):
 
     def test_parallel_apply_across_both_nodes_killed_and_resumed(self):
         c = clustertest.CLUSTER
+        began = time.monotonic()
         nodes = [n.name for n in c.nodes]
         claims = ["data-%s-0" % STATEFULSET, "data-%s-1" % STATEFULSET, DEPLOYMENT]
         volume_ids, objects = {}, []
@@ -165,6 +169,8 @@ class MigrateAcrossNodesTest(unittest.TestCase):
         uids = {claim: get("pvc", claim, NS)["metadata"]["uid"] for claim in claims}
         apply(workloads(pinned_node=nodes[1]))
         before = wait_for("3 pods on FlexVolume", lambda: all_ready(3), 180)
+        print("\n3 pods Ready on their FlexVolume PVs after %.1f s" % (time.monotonic() - began),
+              flush=True)
         self.assertEqual({node for node, _ in before.values()}, set(nodes),
                          "the pods do not run on both nodes: %s" % before)
         checksums = {claim: exec_in(NS, pod, "sha256sum", "/data/payload").split()[0]
@@ -222,7 +228,10 @@ class MigrateAcrossNodesTest(unittest.TestCase):
             self.assertIn("kubernetes.io~csi/%s/mount" % claim, mounts,
                           "%s's volume is not mounted by kubelet's CSI plugin on %s" % (pod, node))
         self.assert_nothing_left_on_flexvolume(volume_ids)
+        cleaning = time.monotonic()
         self.clean_up(claims, volume_ids)
+        print("workloads, CSI attachments, claims and PVs gone in %.1f s"
+              % (time.monotonic() - cleaning), flush=True)
 
     def assert_nothing_left_on_flexvolume(self, volume_ids):
         """No bridge record (control plane or node), no FlexVolume mount on any node, no node

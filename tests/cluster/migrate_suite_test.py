@@ -44,6 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, exec_in, get, wait_for  # noqa: E402
 from cluster import Process  # noqa: E402
+import kubelet_csi  # noqa: E402
+import migrate_run  # noqa: E402
 import namespace  # noqa: E402
 from node_plugins import NodePlugins, csi_driver, flex_driver  # noqa: E402
 
@@ -69,27 +71,13 @@ def setUpModule():
     PLUGINS.start()
     socket = PLUGINS.csi_socket(SHAPE)
     # kubelet's CSI plugin finds the driver through its plugin registration socket
-    SIDECARS.append(Process("csi-node-driver-registrar", [
-        os.path.join(c.bin, "csi-node-driver-registrar"), "--csi-address", socket,
-        "--kubelet-registration-path", socket,
-        "--plugin-registration-path", os.path.join(c.kubelet_root, "plugins_registry")],
-        os.path.join(c.logs, "csi-node-driver-registrar.log")))
-    SIDECARS.append(Process("csi-attacher", [
-        os.path.join(c.bin, "csi-attacher"), "--csi-address", socket, "--kubeconfig",
-        c.kubeconfig, "--leader-election=false", "--timeout", "30s"],
-        os.path.join(c.logs, "csi-attacher.log")))
+    SIDECARS.extend([kubelet_csi.registrar(c, socket), kubelet_csi.attacher(c, socket)])
     for p in SIDECARS:
         p.start()
-    apply([{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
-            "spec": {"attachRequired": True, "fsGroupPolicy": "File"}}
-           for name in (DRIVER, "ebs.csi.aws.com")])
-    wait_for("kubelet to register csi-loopback (CSINode)", lambda: any(
-        d["name"] == DRIVER for d in ((get("csinode", c.node_name) or {}).get("spec", {})
-                                      .get("drivers") or [])), 60)
-    RULES = os.path.join(c.dir, "rules.yaml")
-    with open(RULES, "w") as f:
-        json.dump({"flexVolumeRules": [{"flexDriver": flex_driver(SHAPE), "csiDriver": DRIVER,
-                                        "volumeHandle": {"fromOption": "volumeID"}}]}, f)
+    apply(kubelet_csi.csi_driver_objects(DRIVER, "ebs.csi.aws.com"))
+    wait_for("kubelet to register csi-loopback (CSINode)",
+             lambda: kubelet_csi.registered(c.node_name, DRIVER), 60)
+    RULES = migrate_run.write_rules(os.path.join(c.dir, "rules.yaml"), flex_driver(SHAPE), DRIVER)
 
 
 def tearDownModule():
@@ -97,15 +85,8 @@ def tearDownModule():
 
 
 def migrate(*args, crash_after=None, journal, timeout=300):
-    env = dict(os.environ)
-    env.pop("FLEXCSI_MIGRATE_CRASH_AFTER", None)
-    if crash_after:
-        env["FLEXCSI_MIGRATE_CRASH_AFTER"] = crash_after
-    rules = [] if args[0] == "rollback" else ["--rules", RULES]
-    return subprocess.run(
-        [PLUGINS.flexcsi_bin, "migrate", *args, *rules, "--journal", journal,
-         "--kubeconfig", clustertest.CLUSTER.kubeconfig, "--yes", "--timeout", str(timeout)],
-        capture_output=True, text=True, env=env, timeout=timeout * 4 + 100)
+    return migrate_run.migrate(PLUGINS.flexcsi_bin, RULES, clustertest.CLUSTER.kubeconfig, *args,
+                               crash_after=crash_after, journal=journal, timeout=timeout)
 
 
 def leftovers(output="json"):
@@ -524,14 +505,8 @@ class MigrateSuite(unittest.TestCase):
 
     def assert_scaled_once(self, seen, replicas, what):
         """The StatefulSet's /scale writes since audit event `seen`: flexcsi's to 0 and back."""
-        scale_writes = [e for e in clustertest.CLUSTER.audit_events()[seen:]
-                        if e.get("objectRef", {}).get("resource") == "statefulsets"
-                        and e["objectRef"].get("subresource") == "scale"
-                        and e["verb"] in ("update", "patch")
-                        and e["responseStatus"]["code"] < 300]
-        # (a Scale's spec.replicas is omitempty: 0 is an absent field in the recorded body)
-        written = [(e["userAgent"].split("/")[0], e["requestObject"]["spec"].get("replicas", 0))
-                   for e in scale_writes]
+        written = migrate_run.scale_writes(clustertest.CLUSTER.audit_events()[seen:],
+                                           "statefulsets")
         print("%s: StatefulSet scale writes %s" % (what, written), flush=True)
         self.assertEqual(written, [("flexcsi", 0), ("flexcsi", replicas)],
                          "%s: the StatefulSet was not scaled to 0 once and back once by flexcsi "

@@ -19,6 +19,7 @@ import namespace  # noqa: E402
 from node_plugins import NodePlugins, csi_driver  # noqa: E402
 import multinode_provisioning_tests  # noqa: E402  (issue 25 tests 2 and 3)
 import multinode_move_tests  # noqa: E402  (issue 25 tests 1 and 6)
+import multinode_migrate_tests  # noqa: E402  (issue 25 test 5)
 
 NODES = 2
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -112,6 +113,11 @@ class MultiNodeProvisioningTest(multinode_provisioning_tests.MultiNodeProvisioni
 # Defined here so that unittest runs it between this module's setUpModule and tearDownModule
 # (module fixtures follow a test class's __module__): on this suite's cluster.
 class VolumeMovesBetweenNodesTest(multinode_move_tests.VolumeMovesBetweenNodesTest):
+    pass
+
+
+# Issue 25 test 5 (multinode_migrate_tests.py), on this suite's cluster for the same reason.
+class MigrateAcrossNodesTest(multinode_migrate_tests.MigrateAcrossNodesTest):
     pass
 
 

@@ -36,7 +36,8 @@ class NodePlugins:
                  node=None, control_plane=False, name="flexcsi", plugin_dirs=None):
         """`registration_kubeconfig`: the bridge registers its drivers on the node with it
         (nodeName and kubeconfig in its configuration); None: no cluster access. `specs`: the
-        shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES. `node`: one
+        shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES (and "driver":
+        the CSI driver name, when not csi_driver(shape)). `node`: one
         of a multi-node cluster's nodes (Cluster.nodes): its bridge and csi-loopbacks run in
         that node's namespaces, with its kubelet root and plugin dir. `control_plane`: the
         control plane's bridge (docs/operations.md, install step 4): `kubeletRoot: none`, its
@@ -72,6 +73,9 @@ class NodePlugins:
         self.state_db = os.path.join(self.dir, "state.db")
         self.procs = {}
 
+    def csi_driver(self, shape):
+        return self.specs[shape].get("driver") or csi_driver(shape)
+
     def csi_socket(self, shape):
         return os.path.join(self.dir, shape, "csi.sock")
 
@@ -90,7 +94,7 @@ class NodePlugins:
                 "csi-loopback-" + shape,
                 [*self.enter, self.loopback_bin, "--endpoint", endpoint,
                  "--nodeid", self.node_name,
-                 "--driver-name", csi_driver(shape), "--state-dir", self.csi_state_dir(shape),
+                 "--driver-name", self.csi_driver(shape), "--state-dir", self.csi_state_dir(shape),
                  *self.specs[shape]["args"]],
                 os.path.join(self.cluster.logs,
                              "csi-loopback-%s%s.log" % (shape, self.log_suffix)))
@@ -98,7 +102,7 @@ class NodePlugins:
             drivers.append({
                 "flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
                 "attach": self.specs[shape]["attach"], "accessMode": "ReadWriteOnce",
-                "rule": {"csiDriver": csi_driver(shape),
+                "rule": {"csiDriver": self.csi_driver(shape),
                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
         config = {"kubeletRoot": "none" if self.control_plane else self.kubelet_root,
                   "socket": self.socket,

@@ -126,42 +126,7 @@ int main(int argc, char** argv) {
                  "with --node-deployment: the longest such wait")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
-  auto bridge = BridgeConfig::LoadFile(options.bridge_config_path);
-  if (!bridge.ok()) {
-    std::cerr << "flexcsi-controller: " << bridge.status().message() << "\n";
-    return 1;
-  }
-  auto config = flags.in_cluster ? kube::LoadInClusterConfig() : kube::LoadClientConfig(flags);
-  if (!config.ok()) {
-    std::cerr << "flexcsi-controller: " << config.status().message() << "\n";
-    return 1;
-  }
-  config->user_agent = "flexcsi-controller";
-  auto client = kube::KubeClient::Create(*config);
-  if (!client.ok()) {
-    std::cerr << "flexcsi-controller: " << client.status().message() << "\n";
-    return 1;
-  }
-
-  for (const auto& [flag, text, out] :
-       {std::make_tuple("--timeout", &timeout, &options.timeout),
-        std::make_tuple("--resync-period", &resync, &options.resync),
-        std::make_tuple("--retry-interval-start", &retry_start, &options.retry_interval_start),
-        std::make_tuple("--retry-interval-max", &retry_max, &options.retry_interval_max),
-        std::make_tuple("--leader-election-lease-duration", &lease_duration,
-                        &options.election.lease_duration),
-        std::make_tuple("--leader-election-renew-deadline", &renew_deadline,
-                        &options.election.renew_deadline),
-        std::make_tuple("--leader-election-retry-period", &retry_period,
-                        &options.election.retry_period)}) {
-    if (!ParseDuration(*text, out) || out->count() <= 0) {
-      std::cerr << "flexcsi-controller: " << flag << " \"" << *text
-                << "\" is not a duration such as 15s, 500ms or 1m\n";
-      return 2;
-    }
-  }
+  // Flags that contradict each other are refused before anything is read or contacted.
   if (node_deployment) {
     if (node_name.empty()) {
       const char* env = std::getenv("NODE_NAME");
@@ -201,6 +166,42 @@ int main(int argc, char** argv) {
   } else if (!node_name.empty()) {
     std::cerr << "flexcsi-controller: --node-name only has a meaning with --node-deployment\n";
     return 2;
+  }
+
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  auto bridge = BridgeConfig::LoadFile(options.bridge_config_path);
+  if (!bridge.ok()) {
+    std::cerr << "flexcsi-controller: " << bridge.status().message() << "\n";
+    return 1;
+  }
+  auto config = flags.in_cluster ? kube::LoadInClusterConfig() : kube::LoadClientConfig(flags);
+  if (!config.ok()) {
+    std::cerr << "flexcsi-controller: " << config.status().message() << "\n";
+    return 1;
+  }
+  config->user_agent = "flexcsi-controller";
+  auto client = kube::KubeClient::Create(*config);
+  if (!client.ok()) {
+    std::cerr << "flexcsi-controller: " << client.status().message() << "\n";
+    return 1;
+  }
+
+  for (const auto& [flag, text, out] :
+       {std::make_tuple("--timeout", &timeout, &options.timeout),
+        std::make_tuple("--resync-period", &resync, &options.resync),
+        std::make_tuple("--retry-interval-start", &retry_start, &options.retry_interval_start),
+        std::make_tuple("--retry-interval-max", &retry_max, &options.retry_interval_max),
+        std::make_tuple("--leader-election-lease-duration", &lease_duration,
+                        &options.election.lease_duration),
+        std::make_tuple("--leader-election-renew-deadline", &renew_deadline,
+                        &options.election.renew_deadline),
+        std::make_tuple("--leader-election-retry-period", &retry_period,
+                        &options.election.retry_period)}) {
+    if (!ParseDuration(*text, out) || out->count() <= 0) {
+      std::cerr << "flexcsi-controller: " << flag << " \"" << *text
+                << "\" is not a duration such as 15s, 500ms or 1m\n";
+      return 2;
+    }
   }
   if (options.election.renew_deadline >= options.election.lease_duration) {
     std::cerr << "flexcsi-controller: --leader-election-renew-deadline must be shorter than "

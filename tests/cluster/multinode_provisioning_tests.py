@@ -272,9 +272,10 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             phase("cleaned up")
             for name, node in where.items():
                 for n in nodes:
-                    self.assertEqual(log_of(n).count("deleted volume %s of released PV %s"
-                                                     % (volumes[name], pv_names[name])),
-                                     1 if n == node else 0, (n, name))
+                    # (a retry after a conflicting PV update repeats the idempotent DeleteVolume)
+                    deleted = log_of(n).count("deleted volume %s of released PV %s"
+                                              % (volumes[name], pv_names[name]))
+                    self.assertTrue(deleted >= 1 if n == node else deleted == 0, (n, name))
             for i in range(len(nodes)):
                 self.assertEqual(volume_ids(PLUGINS[i]) - before[i], set())
             print("after the controllers' start: " + ", ".join(phases), flush=True)

@@ -389,8 +389,8 @@ Status Provisioner::ClaimForThisNode(const nlohmann::json& claim, const DriverCo
         poll, until - std::chrono::steady_clock::now()));
   }
   auto current = ctx_.client->Get(Claims(ns).Named(name));
-  if (!current.ok()) return kube::IsNotFound(current.status()) ? Status::Ok() : current.status();
-  if (owned_elsewhere(*current)) {
+  if (!current.ok() && !kube::IsNotFound(current.status())) return current.status();
+  if (!current.ok() || owned_elsewhere(*current)) {
     std::lock_guard<std::mutex> lock(in_flight_mu_);
     lost_races_.erase(uid);  // decided; a claim sent back for a new node starts from scratch
     return Status::Ok();

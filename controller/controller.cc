@@ -30,6 +30,8 @@ Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::Kub
   ctx_.bridge = std::move(bridge);
   ctx_.metrics = &metrics_;
   ctx_.timeout = options_.timeout;
+  ctx_.node_deployment = options_.node_deployment;
+  ctx_.stopping = &stop_threads_;
   for (const auto& d : ctx_.bridge.drivers) {
     ctx_.csi[d.flex_driver] = std::make_unique<CsiClient>(d.csi_endpoint, &metrics_);
   }
@@ -47,7 +49,9 @@ Controller::~Controller() {
 Status Controller::Start() {
   char host[256] = "";
   ::gethostname(host, sizeof(host) - 1);
-  events_ = std::make_unique<EventRecorder>(ctx_.client, kComponent, host);
+  // Per node, the event's source host says which node's instance acted (as kubelet's do).
+  events_ = std::make_unique<EventRecorder>(
+      ctx_.client, kComponent, ctx_.node_deployment ? ctx_.node_deployment->node_name : host);
   ctx_.events = events_.get();
   auto journal = IntentJournal::Open(options_.journal_path);
   if (!journal.ok()) return journal.status();
@@ -72,8 +76,17 @@ Status Controller::Start() {
                                                  : LeaderElectionConfig::Lock::kConfigMap;
   }
 
+  if (ctx_.node_deployment) {
+    FLEXCSI_RETURN_IF_ERROR(LearnNodeTopology());
+    if (ctx_.cluster.snapshots) {
+      spdlog::info("--node-deployment: VolumeSnapshots are not taken per node (run a central "
+                   "flexcsi-controller or `flexcsi snapshot` for them)");
+    }
+  }
+
   claims_ = std::make_unique<kube::Informer>(ctx_.client,
                                              kube::ResourcePath::Core("persistentvolumeclaims"));
+  ctx_.claim_cache = claims_.get();
   claims_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
     if (type != "DELETED") Enqueue("claim", o);
   });
@@ -87,7 +100,9 @@ Status Controller::Start() {
       Enqueue("claim/" + JStr(ref, "namespace") + "/" + JStr(ref, "name"));
     }
   });
-  if (ctx_.cluster.snapshots) {
+  // Per node: a content names no node, so which node's instance deletes it cannot be decided
+  // from the objects; snapshots are left to a central instance.
+  if (ctx_.cluster.snapshots && !ctx_.node_deployment) {
     snapshots_ = std::make_unique<kube::Informer>(
         ctx_.client, kube::ResourcePath::Group("snapshot.storage.k8s.io/v1", "volumesnapshots"));
     snapshots_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
@@ -113,6 +128,36 @@ Status Controller::Start() {
   for (kube::Informer* inf : {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {
     if (inf == nullptr) continue;
     threads_.emplace_back([this, inf] { inf->Run(stop_threads_); });
+  }
+  return Status::Ok();
+}
+
+Status Controller::LearnNodeTopology() {
+  const NodeDeployment& node = *ctx_.node_deployment;
+  for (const auto& driver : ctx_.bridge.drivers) {
+    // Ownership of PVs is judged by topology: a driver without it would let every node's
+    // instance delete every PV, on storage that exists on one node only.
+    auto supported = ctx_.SupportsTopology(driver);
+    if (!supported.ok()) return supported.status().WithContext("driver " + driver.flex_driver);
+    auto info = ctx_.Csi(driver).NodeGetInfo(Deadline::In(ctx_.timeout));
+    if (!info.ok()) {
+      return info.status().WithContext("--node-deployment: NodeGetInfo of driver " +
+                                       driver.flex_driver + " (this node's instance)");
+    }
+    TopologySegment segment(info->accessible_topology().segments().begin(),
+                            info->accessible_topology().segments().end());
+    if (!*supported || segment.empty()) {
+      return FailedPrecondition(
+          "--node-deployment needs a driver with topology (VOLUME_ACCESSIBILITY_CONSTRAINTS and "
+          "an accessible topology in NodeGetInfo) so that each node's volumes are known by their "
+          "nodeAffinity; driver " + driver.flex_driver + " at " + driver.csi_endpoint +
+          " has none: run one flexcsi-controller for the cluster instead");
+    }
+    std::string where;
+    for (const auto& [k, v] : segment) where += (where.empty() ? "" : ",") + k + "=" + v;
+    spdlog::info("--node-deployment: node {}, driver {} (node id {}) at {{{}}}", node.node_name,
+                 driver.flex_driver, info->node_id(), where);
+    ctx_.node_topology[driver.flex_driver] = std::move(segment);
   }
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,8 @@ struct ControllerOptions {
   bool leader_election = false;
   LeaderElectionConfig election;
   std::string identity;
+  // --node-deployment: serve only this node (node_deployment.h); no leader election then.
+  std::optional<NodeDeployment> node_deployment;
 };
 
 class Controller {
@@ -63,6 +66,8 @@ class Controller {
   void Enqueue(const std::string& kind, const nlohmann::json& object);
   void Worker();
   Status Process(const std::string& key);
+  // --node-deployment: this node's segment of every driver, from its NodeGetInfo.
+  Status LearnNodeTopology();
   void ResyncAll();
 
   ControllerOptions options_;

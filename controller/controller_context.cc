@@ -29,6 +29,12 @@ const DriverConfig* ControllerContext::DriverByProvisioner(const std::string& pr
   return nullptr;
 }
 
+bool ControllerContext::ServesVolume(const DriverConfig& driver, const nlohmann::json& pv) const {
+  if (!node_deployment) return true;
+  auto it = node_topology.find(driver.flex_driver);
+  return it != node_topology.end() && VolumeIsOnNode(pv, it->second);
+}
+
 StatusOr<std::map<std::string, std::string>> ControllerContext::SecretData(const SecretRef& ref) {
   auto secret = client->Get(kube::ResourcePath::Core("secrets", ref.namespace_).Named(ref.name));
   if (!secret.ok()) {

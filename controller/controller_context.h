@@ -3,6 +3,7 @@
 // the event recorder and the intent journal. Owned by Controller; parts hold a reference.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -19,9 +20,11 @@
 #include "controller/cluster_capabilities.h"
 #include "controller/event_recorder.h"
 #include "controller/intent_journal.h"
+#include "controller/node_deployment.h"
 #include "common/json_access.h"
 #include "controller/secret_params.h"
 #include "controller/topology.h"
+#include "kube/informer.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi::controller {
@@ -37,8 +40,17 @@ struct ControllerContext {
   IntentJournal* journal = nullptr;
   std::chrono::milliseconds timeout{60000};  // per CSI call, like the sidecars' --timeout
   ClusterCapabilities cluster;                // discovered at start (Controller::Start)
+  // --node-deployment: this process serves one node (node_deployment.h); unset: the cluster.
+  std::optional<NodeDeployment> node_deployment;
+  // With node_deployment: this node's segment per flex driver (its NodeGetInfo topology).
+  std::map<std::string, TopologySegment> node_topology;
+  const kube::Informer* claim_cache = nullptr;      // the claims informer, for cheap polling
+  const std::atomic<bool>* stopping = nullptr;      // set when the process shuts down
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
+  // Whether this process deletes or expands the PV (a PV of `driver`): always, except under
+  // --node-deployment, where only the PVs whose nodeAffinity this node satisfies are its own.
+  bool ServesVolume(const DriverConfig& driver, const nlohmann::json& pv) const;
   // The driver whose provisioner name is `provisioner`, or nullptr.
   const DriverConfig* DriverByProvisioner(const std::string& provisioner) const;
 

@@ -33,6 +33,8 @@ Status Deleter::SyncVolume(const std::string& pv_name) {
   if (driver == nullptr || Annotation(*pv, kAnnProvisionedBy) != driver->provisioner) {
     return Status::Ok();
   }
+  // Per node: only the volumes on this node (another node's instance deletes the others).
+  if (!ctx_.ServesVolume(*driver, *pv)) return Status::Ok();
   const auto& spec = JField(*pv, "spec");
   const std::string phase = JStr(JField(*pv, "status"), "phase");
   const std::string reclaim = JStr(spec, "persistentVolumeReclaimPolicy");

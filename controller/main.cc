@@ -107,7 +107,66 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics-address", options.metrics_address,
                  "host:port for /metrics and /healthz (empty: off)");
+  bool node_deployment = false, immediate_binding = true;
+  std::string node_name, node_base_delay = "20s", node_max_delay = "60s";
+  app.add_flag("--node-deployment", node_deployment,
+               "run beside a node-local driver on every node: provision only the claims whose "
+               "selected node is this node, delete only this node's volumes (as "
+               "external-provisioner's --node-deployment)");
+  app.add_option("--node-name", node_name, "this node's name (default: $NODE_NAME)");
+  app.add_option("--node-deployment-immediate-binding", immediate_binding,
+                 "with --node-deployment: take Immediate claims for this node by setting their "
+                 "selected node (one node wins)")
+      ->capture_default_str();
+  app.add_option("--node-deployment-base-delay", node_base_delay,
+                 "with --node-deployment: an Immediate claim is taken after a random wait below "
+                 "this, doubled per lost race")
+      ->capture_default_str();
+  app.add_option("--node-deployment-max-delay", node_max_delay,
+                 "with --node-deployment: the longest such wait")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // Flags that contradict each other are refused before anything is read or contacted.
+  if (node_deployment) {
+    if (node_name.empty()) {
+      const char* env = std::getenv("NODE_NAME");
+      node_name = env ? env : "";
+    }
+    if (node_name.empty()) {
+      std::cerr << "flexcsi-controller: --node-deployment needs the node's name: --node-name or "
+                   "$NODE_NAME (in a DaemonSet from the downward API, spec.nodeName)\n";
+      return 2;
+    }
+    if (options.leader_election) {
+      // One instance per node serves that node; a lock shared by all nodes would leave all but
+      // one node without a provisioner (external-provisioner's lock name ignores the node).
+      std::cerr << "flexcsi-controller: --leader-election and --node-deployment exclude each "
+                   "other: each node's instance serves only its node, so there is no one to "
+                   "elect among the nodes; run one instance per node (a DaemonSet)\n";
+      return 2;
+    }
+    controller::NodeDeployment node;
+    node.node_name = node_name;
+    node.immediate_binding = immediate_binding;
+    for (const auto& [flag, text, out] :
+         {std::make_tuple("--node-deployment-base-delay", &node_base_delay, &node.base_delay),
+          std::make_tuple("--node-deployment-max-delay", &node_max_delay, &node.max_delay)}) {
+      if (!ParseDuration(*text, out)) {
+        std::cerr << "flexcsi-controller: " << flag << " \"" << *text
+                  << "\" is not a duration such as 15s, 500ms or 1m\n";
+        return 2;
+      }
+    }
+    if (node.max_delay < node.base_delay) {
+      std::cerr << "flexcsi-controller: --node-deployment-max-delay must not be shorter than "
+                   "--node-deployment-base-delay\n";
+      return 2;
+    }
+    options.node_deployment = node;
+  } else if (!node_name.empty()) {
+    std::cerr << "flexcsi-controller: --node-name only has a meaning with --node-deployment\n";
+    return 2;
+  }
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
   auto bridge = BridgeConfig::LoadFile(options.bridge_config_path);
@@ -182,6 +241,7 @@ int main(int argc, char** argv) {
     ::gethostname(host, sizeof(host) - 1);
     std::random_device rd;
     options.identity = std::string(host) + "_" + std::to_string(rd() % 1000000);
+    if (options.node_deployment) options.identity += "_" + options.node_deployment->node_name;
   }
   options.election.identity = options.identity;
 

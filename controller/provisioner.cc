@@ -1,13 +1,17 @@
 #include "controller/provisioner.h"
 
+#include <chrono>
 #include <map>
 #include <optional>
+#include <random>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "controller/fault_points.h"
 #include "controller/flex_pv.h"
 #include "controller/intent_journal.h"
+#include "controller/node_deployment.h"
 #include "controller/quantity.h"
 #include "controller/topology.h"
 #include "controller/unservable_claim.h"
@@ -76,8 +80,21 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
   const DriverConfig* driver = ctx_.DriverByProvisioner(requested);
   if (driver == nullptr) {
     // Before 1.11 the PV controller never hands a WaitForFirstConsumer claim to a provisioner
-    // (no provisioner annotation): such claims of our classes are found by their class.
-    return ctx_.cluster.ProvisionsDelayedBinding() ? Status::Ok() : RefuseUnannotated(*claim);
+    // (no provisioner annotation): such claims of our classes are found by their class. Per
+    // node nobody owns them (no node is selected), so no node speaks for them either.
+    if (ctx_.node_deployment || ctx_.cluster.ProvisionsDelayedBinding()) return Status::Ok();
+    return RefuseUnannotated(*claim);
+  }
+  if (ctx_.node_deployment) {
+    // Per node, before anything that writes an event: another node's claim is left in silence.
+    switch (OwnerOfClaim(*claim, ctx_.node_deployment->node_name)) {
+      case ClaimOwner::kOtherNode:
+        return Status::Ok();
+      case ClaimOwner::kNobodyYet:
+        return ClaimForThisNode(*claim, *driver);
+      case ClaimOwner::kThisNode:
+        break;
+    }
   }
   const std::string class_name = JStr(JField(*claim, "spec"), "storageClassName");
   if (class_name.empty()) return Status::Ok();
@@ -295,6 +312,8 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   }
   CrashPoint("pv-create");
   FLEXCSI_RETURN_IF_ERROR(ctx_.journal->Finish(pv_name));
+  spdlog::info("provisioned PV {} (volume {}) for claim {}/{}{}", pv_name, volume.volume_id(), ns,
+               name, node_name.empty() ? "" : " on node " + node_name);
   ctx_.events->Record(claim, kEventNormal, "ProvisioningSucceeded",
                       "Successfully provisioned volume " + pv_name);
   WarnIfNoNodeMatches(claim, pv_name, volume);
@@ -324,6 +343,81 @@ void Provisioner::WarnIfNoNodeMatches(const nlohmann::json& claim, const std::st
                       "volume " + pv_name + " is accessible only from " + where +
                           ", which no node's labels match: pods using it stay Pending until a "
                           "node with these labels has the driver registered");
+}
+
+Status Provisioner::ClaimForThisNode(const nlohmann::json& claim, const DriverConfig& driver) {
+  const NodeDeployment& node = *ctx_.node_deployment;
+  const auto& meta = JField(claim, "metadata");
+  const std::string ns = JStr(meta, "namespace"), name = JStr(meta, "name");
+  const std::string uid = JStr(meta, "uid");
+  const std::string class_name = JStr(JField(claim, "spec"), "storageClassName");
+  if (!node.immediate_binding || class_name.empty()) return Status::Ok();
+  auto sc = ctx_.client->Get(
+      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  // No class: nobody can own the claim; the event would come from every node at once.
+  if (!sc.ok()) return kube::IsNotFound(sc.status()) ? Status::Ok() : sc.status();
+  // WaitForFirstConsumer claims wait for the scheduler's choice (ClaimNeedsProvisioning).
+  if (JStr(*sc, "provisioner") != driver.provisioner ||
+      !ClaimNeedsProvisioning(claim, *sc, driver.provisioner)) {
+    return Status::Ok();
+  }
+  if (!ClassAllowsNode(*sc, ctx_.node_topology[driver.flex_driver])) return Status::Ok();
+
+  // Every node's instance wants the claim: each waits a random time (longer after lost races,
+  // so the herd thins), gives up as soon as its cache shows another owner, and otherwise writes
+  // its node with the resourceVersion it read; the API server lets exactly one write through.
+  int lost_races;
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    lost_races = lost_races_[uid];
+  }
+  static thread_local std::mt19937 random{std::random_device{}()};
+  const auto wait = OwnershipDelay(node, lost_races, std::uniform_real_distribution<>(0, 1)(random));
+  const auto until = std::chrono::steady_clock::now() + wait;
+  const auto poll = std::max(std::chrono::milliseconds(10), node.base_delay / 100);
+  auto owned_elsewhere = [&](const nlohmann::json& current) {
+    const std::string selected = SelectedNode(current);
+    return JStr(JField(current, "metadata"), "uid") != uid || !selected.empty();
+  };
+  while (std::chrono::steady_clock::now() < until) {
+    if (ctx_.stopping != nullptr && *ctx_.stopping) return Unavailable("shutting down");
+    if (ctx_.claim_cache != nullptr) {
+      auto cached = ctx_.claim_cache->Get(ns + "/" + name);
+      if (!cached || owned_elsewhere(*cached)) break;  // gone, replaced or taken: re-read below
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        poll, until - std::chrono::steady_clock::now()));
+  }
+  auto current = ctx_.client->Get(Claims(ns).Named(name));
+  if (!current.ok() && !kube::IsNotFound(current.status())) return current.status();
+  if (!current.ok() || owned_elsewhere(*current)) {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    lost_races_.erase(uid);  // decided; a claim sent back for a new node starts from scratch
+    return Status::Ok();
+  }
+  (*current)["metadata"]["annotations"][kAnnSelectedNode] = node.node_name;
+  auto updated = ctx_.client->Update(Claims(ns).Named(name), *current);
+  if (!updated.ok()) {
+    if (!kube::IsConflict(updated.status())) {
+      return updated.status().WithContext("selecting node " + node.node_name + " for claim");
+    }
+    // Lost the race, or some other change: the next attempt waits longer and most likely
+    // sees the winner at once.
+    {
+      std::lock_guard<std::mutex> lock(in_flight_mu_);
+      ++lost_races_[uid];
+    }
+    return ClaimForThisNode(claim, driver);
+  }
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu_);
+    lost_races_.erase(uid);
+  }
+  // The update's watch event brings the claim back, now this node's: it is provisioned then.
+  spdlog::info("claim {}/{} (Immediate binding) taken for node {} after {} ms", ns, name,
+               node.node_name,
+               std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+  return Status::Ok();
 }
 
 Status Provisioner::UndoIntent(const Intent& intent) {

@@ -12,6 +12,7 @@
 // PV always has a row that leads to either its PV or its deletion (RecoverJournal).
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -37,6 +38,10 @@ class Provisioner {
  private:
   Status Provision(const nlohmann::json& claim, const nlohmann::json& storage_class,
                    const DriverConfig& driver);
+  // --node-deployment, a claim no node owns yet: an Immediate claim this node may serve is
+  // taken by writing this node into its selected-node annotation (optimistic concurrency: one
+  // node wins), as external-provisioner does; anything else is left alone, silently.
+  Status ClaimForThisNode(const nlohmann::json& claim, const DriverConfig& driver);
   StatusOr<ContentSource> ResolveDataSource(const nlohmann::json& claim,
                                             const DriverConfig& driver);
   // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.
@@ -60,6 +65,7 @@ class Provisioner {
   // it doubles the driver's work and the events).
   std::mutex in_flight_mu_;
   std::set<std::string> in_flight_;
+  std::map<std::string, int> lost_races_;  // guarded by in_flight_mu_; claim uid -> conflicts
 };
 
 }  // namespace flexcsi::controller

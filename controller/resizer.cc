@@ -50,7 +50,7 @@ Status Resizer::SyncClaim(const nlohmann::json& claim) {
   auto pv = ctx_.client->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
   if (!pv.ok()) return kube::IsNotFound(pv.status()) ? Status::Ok() : pv.status();
   const DriverConfig* driver = DriverOfPV(ctx_.bridge, *pv);
-  if (driver == nullptr) return Status::Ok();
+  if (driver == nullptr || !ctx_.ServesVolume(*driver, *pv)) return Status::Ok();
   const auto& claim_ref = JField(JField(*pv, "spec"), "claimRef");
   if (JStr(claim_ref, "uid") != JStr(JField(claim, "metadata"), "uid")) return Status::Ok();
 

@@ -1,25 +1,28 @@
 """Issue 25, tests 2 and 3, on the multi-node suite's cluster (multinode_suite_test.py imports
 this class; PLUGINS is the suite's list of NodePlugins, one per node, node-local csi-loopback
 with its topology `topology.loopback.csi.flexcsi.io/node=<node>`; shape noattach, as node-local
-drivers are). Only real Kubernetes
-controllers decide: the scheduler selects nodes, the PV controller binds, kubelet mounts.
+drivers are). Only real Kubernetes controllers decide: the scheduler selects nodes, the PV
+controller binds, kubelet mounts.
 
-Where flexcsi-controller provisions: like external-provisioner in its central mode, it reaches
-one CSI controller endpoint per driver (the bridge configuration's csiEndpoint), here node A's
-csi-loopback. Node-local csi-loopback creates volumes only on its own node (CreateVolume whose
-requisite topology does not include it is RESOURCE_EXHAUSTED). So the controller provisions
-exactly where topology says, and for a node whose driver instance it does not reach it refuses
-instead of creating the volume elsewhere. It has no distributed mode (external-provisioner's
---node-deployment: one provisioner per node, each taking the claims selected for its node),
-which is what serving every node of a one-driver-per-node storage would need.
+Where flexcsi-controller provisions: node-local csi-loopback creates volumes only on its own
+node (CreateVolume whose requisite topology does not include it is RESOURCE_EXHAUSTED). One
+controller reaching one driver instance (central mode, like external-provisioner's default) can
+therefore serve one node only; with --node-deployment (external-provisioner's distributed mode)
+one flexcsi-controller per node reaches that node's instance and takes the claims selected for
+its node.
 
-2. Topology: a WaitForFirstConsumer claim is provisioned for the node the scheduler selected
-   (volume.kubernetes.io/selected-node), and its pod runs and writes there; a claim selected for
-   the other node is refused, not provisioned elsewhere; an Immediate claim's PV names node A
-   and a pod pinned to node B is refused by the scheduler for its volume node affinity.
-3. Two flexcsi-controller replicas with leader election: kill -9 the leader while claims are
-   pending; the other takes the Lease and every claim ends with exactly one PV and one CSI
-   volume."""
+2. Topology: one flexcsi-controller --node-deployment per node. A WaitForFirstConsumer claim is
+   provisioned for the node the scheduler selected (volume.kubernetes.io/selected-node), by that
+   node's instance alone, and its pod runs and writes there, on each of the two nodes; an
+   Immediate claim is taken by exactly one node's instance (it writes its node into the
+   annotation; the API server lets one write through), its PV names that node, and a pod
+   pinned to the other node is refused by the scheduler for its volume node affinity. Deleting
+   the claims deletes each volume through its own node's instance; no CSI volume is left over
+   or made twice. A central-mode controller beside them (its own provisioner name) refuses a
+   claim selected for the node it does not reach instead of placing it elsewhere.
+3. Two flexcsi-controller replicas with leader election (central mode): kill -9 the leader while
+   claims are pending; the other takes the Lease and every claim ends with exactly one PV and
+   one CSI volume."""
 import json
 import os
 import re
@@ -45,14 +48,18 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 PLUGINS = []  # the suite's NodePlugins, one per node (multinode_suite_test.py fills it)
 
 
-def controller_process(name, plugins, *args, resync="10s"):
+def controller_process(name, plugins, *args, resync="10s", provisioner=None):
     """A flexcsi-controller whose CSI endpoint is `plugins`' csi-loopback of SHAPE (that node's),
     with a configuration holding that driver alone (one provisioner per leader-elected process)
-    and a journal of its own (each replica of a Deployment keeps its own)."""
+    and a journal of its own (each replica of a Deployment keeps its own); `provisioner`: the
+    name StorageClasses use for it (default: the CSI driver's)."""
     c = clustertest.CLUSTER
     with open(plugins.config) as f:
         config = json.load(f)
     config["drivers"] = [d for d in config["drivers"] if d["rule"]["csiDriver"] == DRIVER]
+    if provisioner:
+        for d in config["drivers"]:
+            d["provisioner"] = provisioner
     config_path = os.path.join(c.dir, name + ".json")
     with open(config_path, "w") as f:
         json.dump(config, f, indent=2)
@@ -63,9 +70,9 @@ def controller_process(name, plugins, *args, resync="10s"):
         os.path.join(c.logs, name + ".log"))
 
 
-def storage_class(name, mode, allowed_nodes=None):
+def storage_class(name, mode, allowed_nodes=None, provisioner=DRIVER):
     sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-          "provisioner": DRIVER, "volumeBindingMode": mode, "reclaimPolicy": "Delete",
+          "provisioner": provisioner, "volumeBindingMode": mode, "reclaimPolicy": "Delete",
           "parameters": {"csi.storage.k8s.io/fstype": "ext4"}}
     if allowed_nodes:
         sc["allowedTopologies"] = [{"matchLabelExpressions": [
@@ -152,82 +159,131 @@ class MultiNodeProvisioningTest(unittest.TestCase):
                      lambda: get("node", node.name)["metadata"]["labels"].get(TOPOLOGY_KEY)
                      == node.name, 60)
 
-    def test_2_claims_are_provisioned_where_topology_says_and_used_only_there(self):
+    def test_2_each_node_s_controller_provisions_for_its_node_and_deletes_its_volumes(self):
         c = clustertest.CLUSTER
-        a, b = c.nodes[0].name, c.nodes[1].name
+        nodes = [n.name for n in c.nodes]
+        a, b = nodes
         ns = "mn-topology"
-        controller = controller_process("flexcsi-controller-topology", PLUGINS[0])
-        on_b_before = volume_ids(PLUGINS[1])  # other tests of the suite may keep volumes there
+        central_name = DRIVER + ".central"  # central mode beside them, with its own classes
+        per_node = [controller_process(
+            "flexcsi-controller-" + node, plugins, "--node-deployment", "--node-name", node,
+            "--node-deployment-base-delay", "1s", "--node-deployment-max-delay", "4s")
+            for node, plugins in zip(nodes, PLUGINS)]
+        central = controller_process("flexcsi-controller-central", PLUGINS[0],
+                                     provisioner=central_name)
+        before = [volume_ids(p) for p in PLUGINS]  # other tests of the suite may keep volumes
         apply([clustertest.namespace_object(ns),
-               # the nodes this controller's driver instance serves: the scheduler must choose
-               storage_class("mn-wffc-served", "WaitForFirstConsumer", allowed_nodes=[a]),
                storage_class("mn-wffc", "WaitForFirstConsumer"),
                storage_class("mn-immediate", "Immediate"),
-               claim(ns, "wffc", "mn-wffc-served"), claim(ns, "wffc-on-b", "mn-wffc"),
-               claim(ns, "immediate", "mn-immediate"),
-               pod(ns, "wffc", "wffc"), pod(ns, "wffc-on-b", "wffc-on-b", node=b)])
-        controller.start()
+               storage_class("mn-central", "WaitForFirstConsumer", provisioner=central_name),
+               claim(ns, "wffc-a", "mn-wffc"), claim(ns, "wffc-b", "mn-wffc"),
+               claim(ns, "immediate", "mn-immediate"), claim(ns, "central-on-b", "mn-central"),
+               pod(ns, "wffc-a", "wffc-a", node=a), pod(ns, "wffc-b", "wffc-b", node=b),
+               pod(ns, "central-on-b", "central-on-b", node=b)])
+        logs = {}
+        for node, proc in zip(nodes, per_node):
+            logs[node] = (proc.log, os.path.getsize(proc.log) if os.path.exists(proc.log) else 0)
+            proc.start()
+        central.start()
         began, phases = time.monotonic(), []
 
         def phase(name):  # where the test's time goes, for CI logs
             phases.append("%s %.1f s" % (name, time.monotonic() - began))
 
+        def log_of(node):
+            return read_from(*logs[node])
+
         try:
-            # Immediate: placed where the driver answered (node A); the pods come once the claim
-            # is bound, so that the scheduler's first answer is about the PV's node affinity.
+            # Immediate: no scheduler involved; both instances want it, one writes its node into
+            # the annotation first and provisions there.
             wait_for("the immediate claim to bind", lambda: bound(ns, ["immediate"]), 120)
-            apply([pod(ns, "immediate-on-b", "immediate", node=b),
-                   pod(ns, "immediate-on-a", "immediate", node=a)])
-            # WaitForFirstConsumer: the scheduler picks the node (of two, the one the class
-            # allows), the PV controller hands its choice over in the annotation, the volume is
-            # made on that node and the pod runs and writes there.
-            wait_pod_running(ns, "wffc", timeout=180)
-            phase("wffc running")
-            selected = get("pvc", "wffc", ns)["metadata"]["annotations"][SELECTED_NODE]
-            self.assertEqual(selected, a)
-            self.assertEqual(get("pod", "wffc", ns)["spec"]["nodeName"], a)
-            pv = pv_of(ns, "wffc")
-            self.assertEqual(affinity_nodes(pv), [a])
-            volume = pv["spec"]["flexVolume"]["options"]["volumeID"]
-            self.assertIn(volume, volume_ids(PLUGINS[0]))
-            self.assertEqual(exec_in(ns, "wffc", "cat", "/data/file").strip(), "written-by-wffc")
-            # The scheduler's pick is honoured, never overridden: a claim selected for node B
-            # asks for B only, and node A's driver, the one this controller reaches, refuses.
-            wait_for("the scheduler to select %s for wffc-on-b" % b, lambda: (
-                get("pvc", "wffc-on-b", ns)["metadata"].get("annotations", {})
-                .get(SELECTED_NODE) == b), 120)
-            wait_for("flexcsi-controller's refusal of wffc-on-b", lambda: any(
+            phase("immediate bound")
+            owner = get("pvc", "immediate", ns)["metadata"]["annotations"][SELECTED_NODE]
+            other = b if owner == a else a
+            self.assertEqual(affinity_nodes(pv_of(ns, "immediate")), [owner])
+            apply([pod(ns, "immediate-elsewhere", "immediate", node=other),
+                   pod(ns, "immediate-here", "immediate", node=owner)])
+            # WaitForFirstConsumer: the scheduler picks the node (the pod's nodeSelector), the
+            # PV controller hands its choice over in the annotation, that node's instance makes
+            # the volume on its node and the pod runs and writes there; on both nodes.
+            volumes = {}
+            for i, node in enumerate(nodes):
+                name = "wffc-" + "ab"[i]
+                wait_pod_running(ns, name, timeout=180)
+                phase(name + " running")
+                self.assertEqual(get("pvc", name, ns)["metadata"]["annotations"][SELECTED_NODE],
+                                 node)
+                self.assertEqual(get("pod", name, ns)["spec"]["nodeName"], node)
+                pv = pv_of(ns, name)
+                self.assertEqual(affinity_nodes(pv), [node])
+                volumes[name] = pv["spec"]["flexVolume"]["options"]["volumeID"]
+                self.assertIn(volumes[name], volume_ids(PLUGINS[i]))
+                self.assertEqual(exec_in(ns, name, "cat", "/data/file").strip(),
+                                 "written-by-" + name)
+            # The Immediate PV's node affinity is what the scheduler enforces.
+            wait_for("the scheduler's refusal of immediate-elsewhere", lambda: "volume node "
+                     "affinity conflict" in scheduling_failures(ns, "immediate-elsewhere"), 120)
+            wait_pod_running(ns, "immediate-here", timeout=180)
+            phase("immediate-here running")
+            self.assertEqual(get("pod", "immediate-here", ns)["spec"]["nodeName"], owner)
+            self.assertEqual(exec_in(ns, "immediate-here", "cat", "/data/file").strip(),
+                             "written-by-immediate-here")
+            self.assertFalse(get("pod", "immediate-elsewhere", ns)["spec"].get("nodeName"))
+            # one list call for the rest (kubectl calls are slow on a loaded machine)
+            pvs = {pv["spec"]["claimRef"]["name"]: pv for pv in pvs_of_namespace(ns)}
+            self.assertEqual(set(pvs), {"wffc-a", "wffc-b", "immediate"})
+            volumes["immediate"] = pvs["immediate"]["spec"]["flexVolume"]["options"]["volumeID"]
+            # Central mode: the scheduler's pick is honoured, never overridden; node A's
+            # driver, the one that controller reaches, refuses a volume for node B.
+            wait_for("the central controller's refusal of central-on-b", lambda: any(
                 "no requisite topology includes node " + a in m
-                for _, m in controller_events(ns, "wffc-on-b", "ProvisioningFailed")), 120)
-            phase("wffc-on-b refused")
-            print("\nwffc-on-b (selected %s): %s" % (
-                b, controller_events(ns, "wffc-on-b", "ProvisioningFailed")[0][1]), flush=True)
-            self.assertEqual(get("pvc", "wffc-on-b", ns)["status"]["phase"], "Pending")
-            self.assertEqual(get("pod", "wffc-on-b", ns)["status"]["phase"], "Pending")
-            # The immediate PV's node affinity is what the scheduler enforces: pinned to B, the
-            # pod is refused for it; on A it runs.
-            self.assertEqual(affinity_nodes(pv_of(ns, "immediate")), [a])
-            wait_for("the scheduler's refusal of immediate-on-b", lambda: "volume node affinity "
-                     "conflict" in scheduling_failures(ns, "immediate-on-b"), 120)
-            print("immediate-on-b: %s" % scheduling_failures(ns, "immediate-on-b"), flush=True)
-            phase("immediate-on-b refused")
-            wait_pod_running(ns, "immediate-on-a", timeout=180)
-            phase("immediate-on-a running")
-            self.assertEqual(get("pod", "immediate-on-a", ns)["spec"]["nodeName"], a)
-            self.assertEqual(exec_in(ns, "immediate-on-a", "cat", "/data/file").strip(),
-                             "written-by-immediate-on-a")
-            pod_b = get("pod", "immediate-on-b", ns)
-            self.assertEqual(pod_b["status"]["phase"], "Pending")
-            self.assertFalse(pod_b["spec"].get("nodeName"))
-            # Nothing was created on node B's driver, nor for the refused claim.
-            self.assertEqual(volume_ids(PLUGINS[1]), on_b_before)
-            self.assertEqual(len(pvs_of_namespace(ns)), 2)
+                for _, m in controller_events(ns, "central-on-b", "ProvisioningFailed")), 120)
+            phase("central-on-b refused")
+            self.assertEqual(get("pvc", "central-on-b", ns)["status"]["phase"], "Pending")
+
+            # Each PV by exactly one instance: one ProvisioningSucceeded, from its node (the
+            # event's source host), one "provisioned" log line in that node's log alone; no
+            # event at all from the other node's instance on the claim.
+            where = {"wffc-a": a, "wffc-b": b, "immediate": owner}
+            events = c.kubectl_json("get", "events", "-n", ns)["items"]
+            for name, node in where.items():
+                ours = [e for e in events if e["involvedObject"]["name"] == name and
+                        e.get("source", {}).get("component") == "flexcsi-controller"]
+                self.assertEqual({e.get("source", {}).get("host") for e in ours}, {node}, ours)
+                self.assertEqual([e.get("count", 1) for e in ours
+                                  if e["reason"] == "ProvisioningSucceeded"], [1])
+                pv_name = pvs[name]["metadata"]["name"]
+                for n in nodes:
+                    self.assertEqual(log_of(n).count("provisioned PV %s " % pv_name),
+                                     1 if n == node else 0, (n, pv_name))
+            for n in nodes:  # the one write that went through
+                self.assertEqual(log_of(n).count("claim %s/immediate (Immediate binding) taken "
+                                                 "for node " % ns), 1 if n == owner else 0, n)
+            # No CSI volume made twice or left without a PV, on either node.
+            for i, node in enumerate(nodes):
+                self.assertEqual(volume_ids(PLUGINS[i]) - before[i],
+                                 {v for claim_name, v in volumes.items()
+                                  if where[claim_name] == node}, node)
+            print("\nper node: immediate taken by %s; central-on-b (selected %s): %s" % (
+                owner, b, controller_events(ns, "central-on-b", "ProvisioningFailed")[0][1]),
+                flush=True)
+
+            # Deletion: each node's instance deletes its node's volumes, and only those.
+            pv_names = {name: pvs[name]["metadata"]["name"] for name in where}
             delete_pods_and_claims(ns)
-            self.assertEqual(volume_ids(PLUGINS[0]) & {volume}, set())
             phase("cleaned up")
-            print("after the controller's start: " + ", ".join(phases), flush=True)
+            for name, node in where.items():
+                for n in nodes:
+                    # (a retry after a conflicting PV update repeats the idempotent DeleteVolume)
+                    deleted = log_of(n).count("deleted volume %s of released PV %s"
+                                              % (volumes[name], pv_names[name]))
+                    self.assertTrue(deleted >= 1 if n == node else deleted == 0, (n, name))
+            for i in range(len(nodes)):
+                self.assertEqual(volume_ids(PLUGINS[i]) - before[i], set())
+            print("after the controllers' start: " + ", ".join(phases), flush=True)
         finally:
-            controller.stop()
+            for proc in per_node + [central]:
+                proc.stop()
 
     def test_3_two_replicas_hand_over_while_claims_are_pending(self):
         """Two flexcsi-controller processes, leader election, different identities; the leader

@@ -176,7 +176,9 @@ class Cluster:
 
     # ----- life cycle -------------------------------------------------------------------
 
-    def start(self, timeout=120):
+    # One bound for the whole start: a quiet machine needs 15-60 s (two nodes the most); at load
+    # average 50 (stress-ng and other clusters beside it) a single node took over 120 s.
+    def start(self, timeout=300):
         if not namespace.in_private_mount_namespace():
             raise ClusterError("refusing to start a cluster in the host's mount namespace; "
                                "run under `unshare -m --propagation private` (ctest does)")

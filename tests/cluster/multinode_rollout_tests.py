@@ -28,6 +28,9 @@ from clustertest import apply, busybox_pod, exec_in, get, timed, wait_for
 from cluster import KUBEADM_PATHS
 from rollout import APPEND_EVERY_0_2_S, WriteLog, rolled_out, uptime
 
+# A node's upgrade as the API server shows it: the old pod's deletionTimestamp set by the
+# DaemonSet controller, the old pod deleted, the new pod created, the new pod Ready.
+STEPS = ("old pod told to stop", "gone", "new pod created", "Ready")
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFESTS = os.path.join(HERE, "deploy", "multinode")
 NS = "flexcsi"
@@ -178,27 +181,26 @@ class PodWatch:
 
 
     def steps(self, node, new_image):
-        """[(step, uptime)] of the node's upgrade: the old pod told to stop (its
-        deletionTimestamp), gone, the new pod created, Ready."""
+        """[(step, uptime)] of the node's upgrade, each step (STEPS) when first seen."""
         seen = {}
         for t, kind, pod in self.events:
             if pod["spec"].get("nodeName") != node:
                 continue
             old = any(ct["image"] != new_image for ct in pod["spec"]["containers"])
             if old and pod["metadata"].get("deletionTimestamp"):
-                seen.setdefault("old pod told to stop", t)
+                seen.setdefault(STEPS[0], t)
             if old and kind == "DELETED":
-                seen.setdefault("gone", t)
+                seen.setdefault(STEPS[1], t)
             if not old:
-                seen.setdefault("new pod created", t)
+                seen.setdefault(STEPS[2], t)
                 if ready(pod):
-                    seen.setdefault("Ready", t)
+                    seen.setdefault(STEPS[3], t)
         return sorted(seen.items(), key=lambda item: item[1])
 
 
 def outages(timeline, nodes):
-    """{node: [(from, to)]}: the spans in which the node had no available bridge pod (to is
-    None while it lasts)."""
+    """{node: [(from, to)]}: the spans in which the node had no Ready bridge pod that was not
+    being deleted."""
     spans = {n: [] for n in nodes}
     for t, up, _ in timeline:
         for n in nodes:
@@ -257,7 +259,6 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
             if volumes[node.name]:
                 flexcsi_on(node, "volume", "delete", "--endpoint", CSI_ENDPOINT, "--id",
                            volumes[node.name])
-        print("\n(writers gone %.1f s)" % (time.monotonic() - began), flush=True)  # TMP
         c.kubectl("delete", "daemonset", "-n", NS, DAEMONSET, "--ignore-not-found",
                   "--wait=false")
         c.kubectl("delete", "configmap", "-n", NS, "-l", "app.kubernetes.io/part-of=flexcsi",
@@ -295,20 +296,20 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
         logs = {n.name: wait_for("%s's writes after the rollout" % writer(n),
                                  lambda: written_after_the_rollout(n), 30) for n in c.nodes}
 
-        # One node at a time: never both without an available bridge; each node's bridge went
-        # once and came back on the new image before the other's went. From the first state
-        # with both up: the watch's first events may carry the same uptime as `since`.
+        # One node at a time: never both without a Ready bridge, and the second node's old pod
+        # told to stop only once the first node's new pod was Ready. From the first state with
+        # both up: the watch's first events may carry the same uptime as `since`.
         timeline = watch.availability(nodes)
         timeline = timeline[next(i for i, e in enumerate(timeline) if all(e[1].values())):]
         self.assertFalse([t for t, up, _ in timeline if not any(up.values())],
                          "both nodes without a Ready bridge at once")
-        spans = outages(timeline, nodes)
+        steps = {n: dict(watch.steps(n, new_image)) for n in nodes}
         for n in nodes:
-            self.assertEqual(len(spans[n]), 1, "%s's bridge: %s" % (n, spans[n]))
-            self.assertIsNotNone(spans[n][0][1], "%s's bridge never came back" % n)
+            self.assertEqual(set(steps[n]), set(STEPS), "%s: %s" % (n, steps[n]))
             self.assertEqual(timeline[-1][2][n], {new_image}, n)
-        first, second = sorted(nodes, key=lambda n: spans[n][0][0])
-        self.assertLessEqual(spans[first][0][1], spans[second][0][0])
+        first, second = sorted(nodes, key=lambda n: steps[n]["old pod told to stop"])
+        self.assertLessEqual(steps[first]["Ready"], steps[second]["old pod told to stop"])
+        down = {n: sum(b - a for a, b in outages(timeline, nodes)[n]) for n in nodes}
 
         gaps = {}
         for node in c.nodes:
@@ -325,11 +326,10 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
             self.assertIn(writer(node), state)
         timed("node DaemonSet rolled across both nodes (apply to both new bridges Ready)",
               rollout)
-        for n in sorted(nodes, key=lambda n: spans[n][0][0]):
+        for n in (first, second):
             print("\nMEASURED %s upgraded, from the apply: %s; without a Ready bridge %.1f s; "
                   "longest write gap %.2f s (a write every 0.2 s)" % (
-                      n, ", ".join("%s %.1f s" % (step, t - since)
-                                   for step, t in watch.steps(n, new_image)),
-                      spans[n][0][1] - spans[n][0][0], gaps[n]), flush=True)
+                      n, ", ".join("%s %.1f s" % (step, steps[n][step] - since)
+                                   for step in STEPS), down[n], gaps[n]), flush=True)
         for n in nodes:
             self.assertLess(gaps[n], 5, "%s's writer stalled" % n)

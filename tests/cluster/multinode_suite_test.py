@@ -36,17 +36,23 @@ def setUpModule():
     c = clustertest.start_cluster(
         nodes=NODES, controller_manager_flags=multinode_move_tests.CONTROLLER_MANAGER_FLAGS,
         host_paths=multinode_rollout_tests.HOST_PATHS)
-    multinode_rollout_tests.start_install(c)  # in the background, while the tests before it run
-    apply([clustertest.namespace_object("flexcsi")])
-    c.kubectl("apply", "-n", "flexcsi", "-f",
-              os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
-              "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
-    kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
-    for node in c.nodes:
-        # noattach: the node-local driver shape of multinode_provisioning_tests
-        PLUGINS.append(NodePlugins(c, shapes=("default", "noattach"),
-                                   registration_kubeconfig=kubeconfig, node=node))
-        PLUGINS[-1].start()
+    try:
+        apply([clustertest.namespace_object("flexcsi")])
+        c.kubectl("apply", "-n", "flexcsi", "-f",
+                  os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
+                  "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+        kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
+        for node in c.nodes:
+            # noattach: the node-local driver shape of multinode_provisioning_tests
+            PLUGINS.append(NodePlugins(c, shapes=("default", "noattach"),
+                                       registration_kubeconfig=kubeconfig, node=node))
+            PLUGINS[-1].start()
+        # in the background, while the tests before the rollout test run
+        multinode_rollout_tests.start_install(c)
+    except BaseException:
+        # unittest runs no tearDownModule after a failed setUpModule: the cluster goes here
+        tearDownModule()
+        raise
 
 
 def tearDownModule():

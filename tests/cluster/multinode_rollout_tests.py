@@ -8,7 +8,9 @@ bridge, the longest write gap on each node.
 
 The install is tests/cluster/deploy/multinode (deploy/kubernetes/base/node at kubeadm's paths
 with the image of ctest's deploy_test_image, imported into both nodes' containerd); the test
-adds the API server's address, which has no Service address here. The DaemonSet's volumes are
+adds the API server's address for the bridge's in-cluster client (no Service address here).
+The import and the install start in the background when the suite's cluster is up
+(start_install), so that the tests before this one hide them. The DaemonSet's volumes are
 node-local (csi-loopback --no-attach): the rollout touches the node side alone, so
 kube-controller-manager takes no part, and attach across nodes is multinode_move_tests.py's.
 Its driver (flexcsi/loopback, loopback.csi.flexcsi.io, /run/flexcsi/bridge.sock) is none of the
@@ -47,8 +49,6 @@ BRIDGE_SOCKET = "/run/flexcsi/bridge.sock"
 # kubelet's root and plugin dir, where deploy/ expects them, and the DaemonSet's hostPath folders.
 HOST_PATHS = [KUBELET_ROOT, PLUGIN_DIR, "/run/flexcsi", "/var/lib/flexcsi",
               "/var/lib/flexcsi-loopback"]
-
-
 INSTALL = {}  # the install started in the background: its thread, then its times or its error
 
 

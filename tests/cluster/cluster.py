@@ -132,7 +132,11 @@ class Cluster:
     nodes: how many kubelet nodes (default 1: the node is `node_name`, in the suite's own
     namespaces). With more, each node is `<node_name>-<i>` in a network and mount namespace of its
     own (nodes.py), reaching the API server over a bridge in the suite's private network
-    namespace; `self.nodes` lists them."""
+    namespace; `self.nodes` lists them. There every node has host_paths of its own: a folder
+    under its dir (`node.host_dir`) bound at each path in its mount namespace, and kubelet's
+    root and plugin dir among them are each node's `kubelet_root` and `plugin_dir` (the same
+    path on every node, as a DaemonSet's hostPath volumes expect; the suite's copy of a path
+    is not any node's)."""
 
     def __init__(self, assets_bin, workdir=None, node_name=NODE_NAME, keep=False, host_paths=(),
                  pod_network=False, controller_manager_flags=(), node_paths=KUBEADM_PATHS,
@@ -170,9 +174,15 @@ class Cluster:
         self.nodes = [cluster_nodes.Node(self.dir, i, "%s-%d" % (node_name, i))
                       for i in range(nodes)] if nodes > 1 else []
         if self.nodes:
-            if pod_network or host_paths:
-                raise ClusterError("nodes > 1 runs without pod_network and host_paths")
+            if pod_network:
+                raise ClusterError("nodes > 1 runs without pod_network")
             self.node_name = self.nodes[0].name
+            # Every node has its own copy of each host path, at that path in its own mount
+            # namespace (as real nodes do: a DaemonSet names one path for all of them).
+            for node in self.nodes:
+                for attr in ("kubelet_root", "plugin_dir"):
+                    if node_paths.get(attr) in host_paths:
+                        setattr(node, attr, node_paths[attr])
 
     # ----- life cycle -------------------------------------------------------------------
 
@@ -246,6 +256,7 @@ class Cluster:
         # take 10 s over SIGTERM). Pods' volumes are unmounted below, not by kubelet.
         for node in self.nodes:
             node.unmount_all(self.dir)
+            node.unmount_all(node.kubelet_root)  # a host path (/var/lib/kubelet) or below dir
         for proc in self.procs.values():
             proc.stop(signal.SIGKILL)
         if self.cgroups is not None:
@@ -262,6 +273,8 @@ class Cluster:
         left += namespace.detach_loop_devices_below(self.dir + "/")
         # A pod's loop devices name their files by the pod's path, not ours.
         left += namespace.detach_loop_devices_of_files_below(os.path.join(self.dir, "host"))
+        for node in self.nodes:  # and those of a node's pods, on its own copies of host paths
+            left += namespace.detach_loop_devices_of_files_below(node.host_dir)
         if self.cgroups is not None:
             left += ["cgroup " + d for d in self.cgroups.remove()]
             self.cgroups = None
@@ -479,6 +492,11 @@ class Cluster:
         # tmpfs there keeps them (and everything else of ours) off the host.
         if node is None:
             namespace.mount_tmpfs(RUN_CONTAINERD, create=True)  # in our overlay of /run
+        else:
+            # A node's images on a tmpfs (mounted here, it reaches the node): every node holds
+            # its own copy of each (the rollout test's is about 320 MB, twice unpacked), and
+            # teardown would spend half a minute deleting them from disk.
+            namespace.mount_tmpfs(os.path.join(base, "root"), create=True)
         cni = os.path.join(base, "cni")
         os.makedirs(os.path.join(cni, "bin"), exist_ok=True)
         if self.pod_network:
@@ -528,10 +546,16 @@ state = "/run/containerd/state"
 
     def import_image(self, archive):
         """Imports a docker or OCI archive into the namespace kubelet's runtime uses (every
-        node's, with several)."""
-        for socket_path in [n.containerd_socket for n in self.nodes] or [self.containerd_socket]:
-            subprocess.run(["ctr", "--address", socket_path, "-n", "k8s.io", "images",
-                            "import", archive], check=True, stdout=subprocess.DEVNULL)
+        node's at once, with several)."""
+        imports = [subprocess.Popen(["ctr", "--address", socket_path, "-n", "k8s.io", "images",
+                                     "import", archive], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+                   for socket_path in [n.containerd_socket for n in self.nodes]
+                   or [self.containerd_socket]]
+        errors = [(p, p.communicate()[1]) for p in imports]
+        failed = [err.strip() for p, err in errors if p.returncode != 0]
+        if failed:
+            raise ClusterError("ctr images import %s: %s" % (archive, failed[0]))
 
     def _start_nodes(self, deadline):
         private = [p for p in self.host_paths]

@@ -27,6 +27,18 @@ def build_dir():
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
 
 
+def image_archive():
+    """The flexcsi container image of this build (ctest's deploy_test_image fixture,
+    tests/deploy/build_test_image.sh), as a docker archive for a node's containerd."""
+    return os.environ.get("FLEXCSI_IMAGE_ARCHIVE") or os.path.join(
+        build_dir(), "image", "flexcsi-image.tar")
+
+
+def timed(label, seconds):
+    """One line the CI log keeps: what was measured and how long it took."""
+    print("\nMEASURED %s: %.1f s" % (label, seconds), flush=True)
+
+
 def main(pod_network=False, failfast=False):
     """Skips with one line (exit 77) without assets; otherwise re-runs itself in a private
     mount namespace (and, for a suite whose pods use the pod network, a private network

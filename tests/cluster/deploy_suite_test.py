@@ -37,11 +37,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clustertest  # noqa: E402
-from clustertest import apply, exec_in, get, wait_for  # noqa: E402
+from clustertest import apply, exec_in, get, image_archive, wait_for  # noqa: E402
 from cluster import KUBEADM_PATHS  # noqa: E402
 from host_package import HostPackage  # noqa: E402
 from kube_version import KubeVersion  # noqa: E402
 import namespace  # noqa: E402
+from rollout import APPEND_EVERY_0_2_S, WriteLog, rolled_out  # noqa: E402
 import yaml  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,11 +69,6 @@ PACKAGE_CONFIG_DIR = "/etc/flexcsi"  # the package's configuration dir, private 
 STATE_DB = "/var/lib/flexcsi/state.db"
 LOOPBACK_STATE = "/var/lib/flexcsi-loopback"
 FIGURES = {}
-
-
-def image_archive():
-    return os.environ.get("FLEXCSI_IMAGE_ARCHIVE") or os.path.join(
-        clustertest.build_dir(), "image", "flexcsi-image.tar")
 
 
 def setUpModule():
@@ -168,26 +164,6 @@ def newest_only(test):
     return run
 
 
-def rolled_out(kind, name, image=None):
-    """The workload's newest generation is observed, every replica updated and ready, and
-    (when given) running `image`."""
-    obj = get(kind, name, NS)
-    if not obj or obj["status"].get("observedGeneration") != obj["metadata"]["generation"]:
-        return False
-    st = obj["status"]
-    if kind == "daemonset":
-        done = (st.get("desiredNumberScheduled", 0) > 0
-                and st.get("updatedNumberScheduled") == st["desiredNumberScheduled"]
-                and st.get("numberReady") == st["desiredNumberScheduled"]
-                and st.get("numberUnavailable", 0) == 0)
-    else:
-        done = (st.get("updatedReplicas") == obj["spec"]["replicas"]
-                and st.get("availableReplicas") == obj["spec"]["replicas"])
-    if done and image:
-        done = all(ct["image"] == image for ct in obj["spec"]["template"]["spec"]["containers"])
-    return done
-
-
 def node_pod():
     live = [p for p in pods_of(NODE_PODS) if not p["metadata"].get("deletionTimestamp")]
     return max(live, key=lambda p: p["metadata"]["creationTimestamp"]) if live else None
@@ -259,11 +235,12 @@ class DeploySuite(unittest.TestCase):
         began = time.monotonic()
         out = install()
         self.assertIn("daemonset.apps/flexcsi-node", out)
-        wait_for("flexcsi-node rolled out", lambda: rolled_out("daemonset", "flexcsi-node"), 180)
+        wait_for("flexcsi-node rolled out",
+                 lambda: rolled_out("daemonset", "flexcsi-node", NS), 180)
         wait_for("flexcsi-controller rolled out",
-                 lambda: rolled_out("daemonset", "flexcsi-controller"), 120)
+                 lambda: rolled_out("daemonset", "flexcsi-controller", NS), 120)
         wait_for("flexcsi-provisioner available",
-                 lambda: rolled_out("deployment", "flexcsi-provisioner"), 120)
+                 lambda: rolled_out("deployment", "flexcsi-provisioner", NS), 120)
         FIGURES["install to Ready"] = "%.1f s" % (time.monotonic() - began)
         for key in ("plugin_dir", "controller_plugin_dir"):
             exe = os.path.join(PATHS[key], FLEX_DRIVER_DIR, "loopback")
@@ -300,7 +277,7 @@ class DeploySuite(unittest.TestCase):
         began = time.monotonic()
         kubectl("apply", "-k", UPGRADE)
         wait_for("flexcsi-node rolled to the new tag",
-                 lambda: rolled_out("daemonset", "flexcsi-node", UPGRADE_IMAGE), 180)
+                 lambda: rolled_out("daemonset", "flexcsi-node", NS, UPGRADE_IMAGE), 180)
         FIGURES["node DaemonSet rollout"] = "%.1f s" % (time.monotonic() - began)
         rolled_at = len(read_log())
         wait_for("writes after the rollout", lambda: len(read_log()) >= rolled_at + 10, 30)
@@ -309,10 +286,9 @@ class DeploySuite(unittest.TestCase):
         self.assertEqual(after["metadata"]["uid"], pod["metadata"]["uid"])
         self.assertEqual(after["status"]["containerStatuses"][0]["restartCount"], 0)
         lines = read_log()
-        seq = [int(line.split()[0]) for line in lines]
-        self.assertEqual(seq, list(range(1, len(seq) + 1)), "a write is missing")
-        stamps = [float(line.split()[1]) for line in lines]
-        gap = max(b - a for a, b in zip(stamps, stamps[1:]))
+        writes = WriteLog(lines)
+        self.assertEqual((writes.missing, writes.in_order), ([], True), "a write is missing")
+        gap = writes.longest_gap()[0]
         FIGURES["writes"] = "%d before the rollout, %d in all, longest gap %.2f s" % (
             len(before), len(lines), gap)
         self.assertLess(gap, 5, "the writer stalled")
@@ -414,7 +390,8 @@ class DeploySuite(unittest.TestCase):
 
     def test_6_delete_leaves_what_docs_say(self):
         install()  # back from test 5's broken configuration
-        wait_for("flexcsi-node rolled back", lambda: rolled_out("daemonset", "flexcsi-node"), 120)
+        wait_for("flexcsi-node rolled back",
+                 lambda: rolled_out("daemonset", "flexcsi-node", NS), 120)
         # As docs/operations.md says: the pods and claims that use flexcsi volumes go first
         # (their unmount and deletion need the bridge and the provisioner), then the install.
         demo_pv = get("pvc", "demo-data", DEMO)["spec"]["volumeName"]
@@ -554,11 +531,8 @@ class PackageSuite(unittest.TestCase):
 
 
 def writer_pod():
-    """Appends a numbered line with the time (the machine's uptime, to 10 ms: busybox's date
-    has no fractions) every 0.2 s; a failed write is logged, not fatal."""
-    script = ('i=0; while true; do i=$((i+1)); '
-              'echo "$i $(cut -d" " -f1 /proc/uptime)" >> /data/log || echo "FAILED write $i"; '
-              'sleep 0.2; done')
+    """Appends a numbered, timed line every 0.2 s (rollout.APPEND_EVERY_0_2_S)."""
+    script = APPEND_EVERY_0_2_S
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "writer", "namespace": APP},
             "spec": {"terminationGracePeriodSeconds": 1,
                      "containers": [{"name": "main", "image": clustertest.BUSYBOX,

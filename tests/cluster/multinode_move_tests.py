@@ -21,7 +21,7 @@ import time
 import unittest
 
 import clustertest
-from clustertest import apply, exec_in, get, wait_for
+from clustertest import apply, exec_in, get, timed, wait_for
 from node_plugins import NodePlugins
 
 NS = "move"
@@ -35,11 +35,6 @@ SLOW = os.environ.get("FLEXCSI_SLOW_TESTS") == "1"
 # instead of 40 s (kubelets here report every 5 s), which the pod garbage collector waits for.
 CONTROLLER_MANAGER_FLAGS = ["--feature-gates=NodeOutOfServiceVolumeDetach=true",
                             "--node-monitor-grace-period=20s"]
-
-
-def timed(label, seconds):
-    """One line the CI log keeps: what was measured and how long it took."""
-    print("\nMEASURED %s: %.1f s" % (label, seconds), flush=True)
 
 
 def deployment(name, claim):

@@ -5,7 +5,8 @@ teardown leaves nothing; on each node a flexcsi-bridge and a csi-loopback of its
 the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25); its
 tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
 multinode_provisioning_tests.py, tests 1 and 6 (a volume moved by a drain and by a node loss) in
-multinode_move_tests.py."""
+multinode_move_tests.py, test 4 (deploy/'s node DaemonSet rolled across both nodes while pods
+write) in multinode_rollout_tests.py."""
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from node_plugins import NodePlugins, csi_driver  # noqa: E402
 import multinode_provisioning_tests  # noqa: E402  (issue 25 tests 2 and 3)
 import multinode_move_tests  # noqa: E402  (issue 25 tests 1 and 6)
 import multinode_migrate_tests  # noqa: E402  (issue 25 test 5)
+import multinode_rollout_tests  # noqa: E402  (issue 25 test 4)
 
 NODES = 2
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -30,18 +32,28 @@ multinode_provisioning_tests.PLUGINS = PLUGINS  # the same list, filled by setUp
 
 
 def setUpModule():
+    # every node has its own copy of kubelet's root and plugin dir at kubeadm's paths, and of
+    # the node DaemonSet's hostPath folders (multinode_rollout_tests.py)
     c = clustertest.start_cluster(
-        nodes=NODES, controller_manager_flags=multinode_move_tests.CONTROLLER_MANAGER_FLAGS)
-    apply([clustertest.namespace_object("flexcsi")])
-    c.kubectl("apply", "-n", "flexcsi", "-f",
-              os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
-              "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
-    kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
-    for node in c.nodes:
-        # noattach: the node-local driver shape of multinode_provisioning_tests
-        PLUGINS.append(NodePlugins(c, shapes=("default", "noattach"),
-                                   registration_kubeconfig=kubeconfig, node=node))
-        PLUGINS[-1].start()
+        nodes=NODES, controller_manager_flags=multinode_move_tests.CONTROLLER_MANAGER_FLAGS,
+        host_paths=multinode_rollout_tests.HOST_PATHS)
+    try:
+        apply([clustertest.namespace_object("flexcsi")])
+        c.kubectl("apply", "-n", "flexcsi", "-f",
+                  os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
+                  "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+        kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
+        for node in c.nodes:
+            # noattach: the node-local driver shape of multinode_provisioning_tests
+            PLUGINS.append(NodePlugins(c, shapes=("default", "noattach"),
+                                       registration_kubeconfig=kubeconfig, node=node))
+            PLUGINS[-1].start()
+        # in the background, while the tests before the rollout test run
+        multinode_rollout_tests.start_install(c)
+    except BaseException:
+        # unittest runs no tearDownModule after a failed setUpModule: the cluster goes here
+        tearDownModule()
+        raise
 
 
 def tearDownModule():
@@ -119,6 +131,11 @@ class VolumeMovesBetweenNodesTest(multinode_move_tests.VolumeMovesBetweenNodesTe
 # Issue 25 test 5 (multinode_migrate_tests.py), on this suite's cluster for the same reason.
 class MigrateAcrossNodesTest(multinode_migrate_tests.MigrateAcrossNodesTest):
     pass
+
+
+# Here for the same reason: on this suite's cluster.
+class NodeDaemonSetRolloutTest(multinode_rollout_tests.NodeDaemonSetRolloutTest):
+    """Issue 25 test 4 (multinode_rollout_tests.py)."""
 
 
 if __name__ == "__main__":

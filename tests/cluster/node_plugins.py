@@ -153,8 +153,10 @@ class NodePlugins:
 
     def install_drivers(self):
         for plugin_dir in self.plugin_dirs:
-            subprocess.run([self.flexcsi_bin, "install-driver", "--config", self.config,
-                            "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin],
+            # in the node's mount namespace: its plugin dir may be a host path of its own
+            subprocess.run([*self.enter, self.flexcsi_bin, "install-driver", "--config",
+                            self.config, "--plugin-dir", plugin_dir,
+                            "--flexexec", self.flexexec_bin],
                            check=True, capture_output=True, text=True)
 
     def flexcsi(self, *args):

@@ -48,6 +48,8 @@ class Node:
         self.kubelet_root = os.path.join(self.dir, "kubelet")
         self.plugin_dir = os.path.join(self.dir, "flexvolume", "kubelet")
         self.containerd_socket = os.path.join(self.dir, "containerd", "containerd.sock")
+        # the node's own copies of the cluster's host paths, each bound at its path inside
+        self.host_dir = os.path.join(self.dir, "host")
         self.holder = None  # the Process holding the namespaces open
         self.pods_root = None
         self.kubelet_port = 10250  # its own network namespace: the well-known port is free
@@ -87,22 +89,24 @@ class Node:
         _ip("link", "set", "eth0", "up", prefix=inside)
         script = ["mount --make-rshared /",
                   "mount -t tmpfs -o mode=0755 tmpfs /run/containerd"]
-        for path in private_paths:
-            backing = os.path.join(self.dir, "host", path.lstrip("/"))
+        for path in sorted(private_paths, key=lambda p: p.count("/")):  # outer ones first
+            backing = os.path.join(self.host_dir, path.lstrip("/"))
             os.makedirs(backing, exist_ok=True)
             script.append("mount --bind '%s' '%s'" % (backing, path))
         subprocess.run([*inside, "sh", "-ec", "; ".join(script)], check=True,
                        stderr=subprocess.PIPE)
 
-    def unmount_all(self, cluster_dir):
-        """Unmounts, inside the node's mount namespace, everything below the cluster's dir
-        (pods' volumes, the bridge's and csi-loopback's mounts), so the loop devices under them
-        are free once the node's processes are killed."""
+    def unmount_all(self, directory):
+        """Unmounts, inside the node's mount namespace, everything below `directory` (the
+        cluster's dir or the kubelet root: pods' volumes, the bridge's and csi-loopback's
+        mounts), so the loop devices under them are free once the node's processes are killed.
+        A mount at `directory` itself stays: the node's own copy of a host path (its disk)."""
         if self.holder is None or not self.holder.alive():
             return
+        # the trailing slash: below the directory only (namespace.unmount_below)
         code = ("import sys; sys.path.insert(0, %r); import namespace; "
                 "namespace.unmount_below(%r)" % (os.path.dirname(os.path.abspath(__file__)),
-                                                 cluster_dir))
+                                                 directory.rstrip("/") + "/"))
         subprocess.run([*self.enter(), "python3", "-c", code], capture_output=True)
 
 

@@ -1,0 +1,335 @@
+"""Issue 25, test 4: deploy/'s node DaemonSet (flexcsi-node, `maxUnavailable: 1`) rolled to a
+new image across both nodes while a pod on each node appends a line every 0.2 s to a FlexVolume
+PV the DaemonSet's bridge serves. Asserted: one node at a time (the pods' changes as the API
+server streams them: never both nodes without a Ready bridge), no failed and no missing write
+on either node, neither writer restarted (same uid, restartCount 0), and the new bridges took
+over the old ones' records. MEASURED lines: the rollout time, each node's time without a Ready
+bridge, the longest write gap on each node.
+
+The install is tests/cluster/deploy/multinode (deploy/kubernetes/base/node at kubeadm's paths
+with the image of ctest's deploy_test_image, imported into both nodes' containerd); the test
+adds the API server's address for the bridge's in-cluster client (no Service address here).
+The import and the install start in the background when the suite's cluster is up
+(start_install), so that the tests before this one hide them. The DaemonSet's volumes are
+node-local (csi-loopback --no-attach): the rollout touches the node side alone, so
+kube-controller-manager takes no part, and attach across nodes is multinode_move_tests.py's.
+Its driver (flexcsi/loopback, loopback.csi.flexcsi.io, /run/flexcsi/bridge.sock) is none of the
+suite's NodePlugins', which keep running beside it.
+
+Imported by multinode_suite_test.py, whose cluster gives every node its own copy of HOST_PATHS.
+Skipped, with its reason, where the image was not built."""
+import json
+import os
+import subprocess
+import threading
+import time
+import unittest
+
+import clustertest
+from clustertest import apply, busybox_pod, exec_in, get, timed, wait_for
+from cluster import KUBEADM_PATHS
+from rollout import APPEND_EVERY_0_2_S, WriteLog, rolled_out, uptime
+
+# A node's upgrade as the API server shows it: the old pod's deletionTimestamp set by the
+# DaemonSet controller, the old pod deleted, the new pod created, the new pod Ready.
+STEPS = ("old pod told to stop", "gone", "new pod created", "Ready")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MANIFESTS = os.path.join(HERE, "deploy", "multinode")
+NS = "flexcsi"
+APP = "rollout"
+DAEMONSET = "flexcsi-node"
+NODE_PODS = "app.kubernetes.io/component=node"
+IMAGE = "localhost/flexcsi"
+TAG, UPGRADE_TAG = "0.1.0", "0.1.0-upgrade"
+FLEX_DRIVER = "flexcsi/loopback"
+KUBELET_ROOT, PLUGIN_DIR = KUBEADM_PATHS["kubelet_root"], KUBEADM_PATHS["plugin_dir"]
+CSI_ENDPOINT = "unix://%s/plugins/loopback.csi.flexcsi.io/csi.sock" % KUBELET_ROOT
+BRIDGE_SOCKET = "/run/flexcsi/bridge.sock"
+# Paths of which every node of the suite's cluster has its own copy (Cluster(host_paths=...)):
+# kubelet's root and plugin dir, where deploy/ expects them, and the DaemonSet's hostPath folders.
+HOST_PATHS = [KUBELET_ROOT, PLUGIN_DIR, "/run/flexcsi", "/var/lib/flexcsi",
+              "/var/lib/flexcsi-loopback"]
+INSTALL = {}  # the install started in the background: its thread, then its times or its error
+
+
+def start_install(c):
+    """Imports the image (about 320 MB) into every node's containerd, with the next release's
+    tag as an operator's import adds it, and applies the install, in the background: the
+    suite's setUpModule calls it, so that the tests before this one hide its time."""
+    archive = clustertest.image_archive()
+    if not os.path.isfile(archive):
+        return
+
+    def run():
+        try:
+            began = time.monotonic()
+            c.import_image(archive)
+            for node in c.nodes:
+                subprocess.run(["ctr", "--address", node.containerd_socket, "-n", "k8s.io",
+                                "images", "tag", "%s:%s" % (IMAGE, TAG),
+                                "%s:%s" % (IMAGE, UPGRADE_TAG)],
+                               check=True, stdout=subprocess.DEVNULL)
+            INSTALL["import"] = time.monotonic() - began
+            install(c, TAG)
+            INSTALL["applied"] = time.monotonic()
+        except Exception as e:  # noqa: BLE001 - setUpClass raises it
+            INSTALL["error"] = e
+    INSTALL["thread"] = threading.Thread(target=run, daemon=True)
+    INSTALL["thread"].start()
+
+
+def flexcsi_on(node, *args, check=True):
+    """The build's flexcsi CLI in the node's namespaces (the DaemonSet's sockets are there)."""
+    flexcsi = os.path.join(clustertest.build_dir(), "cli", "flexcsi")
+    return node.in_node(flexcsi, *args, check=check).stdout
+
+
+def writer(node):
+    return "writer-" + node.name
+
+
+def install(c, tag):
+    """Applies the install with `tag`, as an operator's overlay of it would (kubectl apply -k);
+    the overlay, written under the cluster's dir, adds the API server's address for the
+    bridge's in-cluster client (KUBERNETES_SERVICE_HOST/PORT: no Service address here)."""
+    overlay = os.path.join(c.dir, "rollout-" + tag)
+    os.makedirs(overlay, exist_ok=True)
+    host, port = c.server.split("//")[1].rsplit(":", 1)
+    env = [{"op": "add", "path": "/spec/template/spec/containers/0/env/-",
+            "value": {"name": "KUBERNETES_SERVICE_" + name, "value": value}}
+           for name, value in (("HOST", host), ("PORT", port))]
+    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+        json.dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                   "resources": [os.path.relpath(MANIFESTS, overlay)],
+                   "images": [{"name": IMAGE, "newTag": tag}],
+                   "patches": [{"target": {"kind": "DaemonSet", "name": DAEMONSET},
+                                "patch": json.dumps(env)}]}, f)
+    c.kubectl("apply", "-k", overlay)
+
+
+def volume_objects(node, volume_id):
+    """A PV of the DaemonSet's driver on `node` (its volumes are that node's alone), its claim,
+    and a pod there appending to it."""
+    name = writer(node)
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+             "spec": {"capacity": {"storage": "64Mi"}, "accessModes": ["ReadWriteOnce"],
+                      "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                      "flexVolume": {"driver": FLEX_DRIVER, "fsType": "ext4",
+                                     "options": {"volumeID": volume_id}},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "kubernetes.io/hostname", "operator": "In",
+                           "values": [node.name]}]}]}}}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": name, "namespace": APP},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                      "volumeName": name, "resources": {"requests": {"storage": "64Mi"}}}},
+            busybox_pod(APP, name, [{"name": "data", "persistentVolumeClaim": {
+                "claimName": name}}], [{"name": "data", "mountPath": "/data"}],
+                command=APPEND_EVERY_0_2_S, node=node.name)]
+
+
+def read_log(node):
+    return exec_in(APP, writer(node), "cat", "/data/log").splitlines()
+
+
+def ready(pod):
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod.get("status", {}).get("conditions", []))
+
+
+class PodWatch:
+    """Every change of the pods `selector` picks, as the API server streams it (kubectl get
+    --watch), with the uptime at which it arrived."""
+
+    def __init__(self, ns, selector):
+        self.events = []  # (uptime, ADDED|MODIFIED|DELETED, pod)
+        self.proc = subprocess.Popen(
+            ["kubectl", "--kubeconfig", clustertest.CLUSTER.kubeconfig, "get", "pods", "-n", ns,
+             "-l", selector, "--watch", "--output-watch-events", "-o", "json"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:  # with --output-watch-events: an event a line
+            event = json.loads(line)
+            self.events.append((uptime(), event["type"], event["object"]))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.thread.join(10)
+
+    def availability(self, nodes):
+        """[(uptime, {node: a Ready pod not being deleted runs there}, {node: its images})]
+        after each event."""
+        pods, out = {}, []
+        for t, kind, pod in self.events:
+            uid = pod["metadata"]["uid"]
+            if kind == "DELETED":
+                pods.pop(uid, None)
+            else:
+                pods[uid] = pod
+            up, images = {n: False for n in nodes}, {n: set() for n in nodes}
+            for p in pods.values():
+                node = p["spec"].get("nodeName")
+                if node in up and ready(p) and not p["metadata"].get("deletionTimestamp"):
+                    up[node] = True
+                    images[node] |= {ct["image"] for ct in p["spec"]["containers"]}
+            out.append((t, up, images))
+        return out
+
+
+    def steps(self, node, new_image):
+        """[(step, uptime)] of the node's upgrade, each step (STEPS) when first seen."""
+        seen = {}
+        for t, kind, pod in self.events:
+            if pod["spec"].get("nodeName") != node:
+                continue
+            old = any(ct["image"] != new_image for ct in pod["spec"]["containers"])
+            if old and pod["metadata"].get("deletionTimestamp"):
+                seen.setdefault(STEPS[0], t)
+            if old and kind == "DELETED":
+                seen.setdefault(STEPS[1], t)
+            if not old:
+                seen.setdefault(STEPS[2], t)
+                if ready(pod):
+                    seen.setdefault(STEPS[3], t)
+        return sorted(seen.items(), key=lambda item: item[1])
+
+
+def outages(timeline, nodes):
+    """{node: [(from, to)]}: the spans in which the node had no Ready bridge pod that was not
+    being deleted."""
+    spans = {n: [] for n in nodes}
+    for t, up, _ in timeline:
+        for n in nodes:
+            if not up[n] and (not spans[n] or spans[n][-1][1] is not None):
+                spans[n].append([t, None])
+            elif up[n] and spans[n] and spans[n][-1][1] is None:
+                spans[n][-1][1] = t
+    return spans
+
+
+class NodeDaemonSetRolloutTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        archive = clustertest.image_archive()
+        if not os.path.isfile(archive):
+            raise unittest.SkipTest("no image archive at %s (ctest's deploy_test_image builds "
+                                    "it)" % archive)
+        c = clustertest.CLUSTER
+        if "thread" not in INSTALL:
+            start_install(c)
+        began = time.monotonic()
+        cls.addClassCleanup(cls.uninstall)
+        INSTALL["thread"].join(600)
+        if "applied" not in INSTALL:
+            raise AssertionError("the install: %s" % INSTALL.get("error", "not done"))
+        wait_for("flexcsi-node rolled out on both nodes",
+                 lambda: rolled_out("daemonset", DAEMONSET, NS), 180)
+        timed("image import into both nodes' containerd", INSTALL["import"])
+        timed("install applied to both bridges Ready", time.monotonic() - INSTALL["applied"])
+        timed("this test waited for the install started in the background",
+              time.monotonic() - began)
+        apply([clustertest.namespace_object(APP)])
+        objects = []
+        for node in c.nodes:
+            volume = flexcsi_on(node, "volume", "create", "--endpoint", CSI_ENDPOINT, "--name",
+                                writer(node), "--size", "64Mi", "--fs-type", "ext4").strip()
+            objects += volume_objects(node, volume)
+        apply(objects)
+        for node in c.nodes:
+            clustertest.wait_pod_running(APP, writer(node), 120)
+
+    @classmethod
+    def uninstall(cls):
+        """The writers and their volumes, then the DaemonSet and what it installed; the suite's
+        namespace, service account and RBAC (base/node's too) stay for the suite's bridges."""
+        c = clustertest.CLUSTER
+        began = time.monotonic()
+        volumes = {n.name: (get("pv", writer(n)) or {}).get("spec", {}).get("flexVolume", {})
+                   .get("options", {}).get("volumeID") for n in c.nodes}
+        c.kubectl("delete", "pods", "-n", APP, "--all", "--wait=false")
+        for node in c.nodes:
+            clustertest.delete_and_wait("pod", writer(node), APP)
+            wait_for("%s's bridge to hold no record" % node.name, lambda: not any(
+                json.loads(flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json"))[k]
+                for k in ("attachments", "stagings", "publications")), 60)
+            if volumes[node.name]:
+                flexcsi_on(node, "volume", "delete", "--endpoint", CSI_ENDPOINT, "--id",
+                           volumes[node.name])
+        c.kubectl("delete", "daemonset", "-n", NS, DAEMONSET, "--ignore-not-found",
+                  "--wait=false")
+        c.kubectl("delete", "configmap", "-n", NS, "-l", "app.kubernetes.io/part-of=flexcsi",
+                  "--wait=false")
+        c.kubectl("delete", "namespace", APP, "--ignore-not-found", "--wait=false")
+        c.kubectl("delete", "pv", *[writer(n) for n in c.nodes], "--ignore-not-found",
+                  "--wait=false")
+        wait_for("flexcsi-node's pods gone", lambda: not c.kubectl_json(
+            "get", "pods", "-n", NS, "-l", NODE_PODS)["items"], 90)
+        for node in c.nodes:  # docs/operations.md, "Uninstall": left for the operator
+            node.in_node("rm", "-r", os.path.join(PLUGIN_DIR, "flexcsi~loopback"), check=False)
+        print("\n(uninstalled in %.1f s)" % (time.monotonic() - began), flush=True)
+
+    def test_node_daemonset_rolls_node_by_node_while_pods_write(self):
+        c = clustertest.CLUSTER
+        nodes = [n.name for n in c.nodes]
+        writers = {n.name: get("pod", writer(n), APP) for n in c.nodes}
+        for node in c.nodes:
+            wait_for("%s's first writes" % writer(node), lambda: len(read_log(node)) >= 5, 30)
+        watch = PodWatch(NS, NODE_PODS)
+        wait_for("the watch's first state", lambda: watch.availability(nodes) and all(
+            watch.availability(nodes)[-1][1].values()), 30)
+        began, since = time.monotonic(), uptime()
+        install(c, UPGRADE_TAG)
+        new_image = "%s:%s" % (IMAGE, UPGRADE_TAG)
+        wait_for("flexcsi-node rolled to the new tag on both nodes",
+                 lambda: rolled_out("daemonset", DAEMONSET, NS, new_image), 240)
+        rollout, until = time.monotonic() - began, uptime()
+        watch.stop()
+        rolled_at = {n.name: len(read_log(n)) for n in c.nodes}
+
+        def written_after_the_rollout(node):
+            lines = read_log(node)
+            return lines if len(lines) >= rolled_at[node.name] + 5 else None
+        logs = {n.name: wait_for("%s's writes after the rollout" % writer(n),
+                                 lambda: written_after_the_rollout(n), 30) for n in c.nodes}
+
+        # One node at a time: never both without a Ready bridge, and the second node's old pod
+        # told to stop only once the first node's new pod was Ready. From the first state with
+        # both up: the watch's first events may carry the same uptime as `since`.
+        timeline = watch.availability(nodes)
+        timeline = timeline[next(i for i, e in enumerate(timeline) if all(e[1].values())):]
+        self.assertFalse([t for t, up, _ in timeline if not any(up.values())],
+                         "both nodes without a Ready bridge at once")
+        steps = {n: dict(watch.steps(n, new_image)) for n in nodes}
+        for n in nodes:
+            self.assertEqual(set(steps[n]), set(STEPS), "%s: %s" % (n, steps[n]))
+            self.assertEqual(timeline[-1][2][n], {new_image}, n)
+        first, second = sorted(nodes, key=lambda n: steps[n]["old pod told to stop"])
+        self.assertLessEqual(steps[first]["Ready"], steps[second]["old pod told to stop"])
+        down = {n: sum(b - a for a, b in outages(timeline, nodes)[n]) for n in nodes}
+
+        gaps = {}
+        for node in c.nodes:
+            after = get("pod", writer(node), APP)
+            self.assertEqual(after["metadata"]["uid"], writers[node.name]["metadata"]["uid"])
+            self.assertEqual(after["status"]["containerStatuses"][0]["restartCount"], 0)
+            writes = WriteLog(logs[node.name])
+            self.assertEqual((writes.missing, writes.in_order), ([], True),
+                             "%s: a write is missing" % node.name)
+            self.assertNotIn("FAILED", c.kubectl("logs", "-n", APP, writer(node)))
+            gaps[node.name] = writes.longest_gap(since, until)[0]
+            # the new bridge took over the old one's records of the writer's volume
+            state = flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json")
+            self.assertIn(writer(node), state)
+        timed("node DaemonSet rolled across both nodes (apply to both new bridges Ready)",
+              rollout)
+        for n in (first, second):
+            print("\nMEASURED %s upgraded, from the apply: %s; without a Ready bridge %.1f s; "
+                  "longest write gap %.2f s (a write every 0.2 s)" % (
+                      n, ", ".join("%s %.1f s" % (step, steps[n][step] - since)
+                                   for step in STEPS), down[n], gaps[n]), flush=True)
+        for n in nodes:
+            self.assertLess(gaps[n], 5, "%s's writer stalled" % n)

@@ -15,6 +15,17 @@ namespace {
 
 using csi::v1::VolumeCapability;
 
+// Whether the driver's log came to hold `text` within a bound generous for a loaded machine;
+// polled fast, as the tests catch a call in the middle of its work.
+bool WaitUntilLogged(const DriverProcess& driver, const std::string& text) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (driver.Log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 class RestartTest : public DriverTest {};
 
 TEST_F(RestartTest, WorkInFlightAtSigtermFinishesAndAnswers) {
@@ -31,12 +42,7 @@ TEST_F(RestartTest, WorkInFlightAtSigtermFinishesAndAnswers) {
   for (const auto& [key, value] : context) (*stage.mutable_publish_context())[key] = value;
   grpc::Status staged;
   std::thread call([&] { staged = Call(stage); });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (driver_->Log().find("formatting") == std::string::npos &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_NE(driver_->Log().find("formatting"), std::string::npos) << driver_->Log();
+  ASSERT_TRUE(WaitUntilLogged(*driver_, "formatting")) << driver_->Log();
   const int status = driver_->Stop();
   call.join();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << driver_->Log();
@@ -74,12 +80,7 @@ TEST_F(NoStageRestartTest, KilledPublishThenUnpublishLeavesNoDevice) {
   for (const auto& [key, value] : context) (*publish.mutable_publish_context())[key] = value;
   grpc::Status published;
   std::thread call([&] { published = Call(publish); });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (driver_->Log().find("formatting") == std::string::npos &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_NE(driver_->Log().find("formatting"), std::string::npos) << driver_->Log();
+  ASSERT_TRUE(WaitUntilLogged(*driver_, "formatting")) << driver_->Log();
   driver_->Kill();
   call.join();
   EXPECT_FALSE(published.ok());

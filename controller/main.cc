@@ -57,6 +57,54 @@ bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
   return true;
 }
 
+// The --node-deployment flags into options->node_deployment; false (after one line on stderr)
+// for flags that contradict each other or do not parse.
+bool NodeDeploymentFromFlags(bool node_deployment, std::string node_name, bool immediate_binding,
+                             const std::string& base_delay, const std::string& max_delay,
+                             flexcsi::controller::ControllerOptions* options) {
+  if (!node_deployment) {
+    if (node_name.empty()) return true;
+    std::cerr << "flexcsi-controller: --node-name only has a meaning with --node-deployment\n";
+    return false;
+  }
+  if (node_name.empty()) {
+    const char* env = std::getenv("NODE_NAME");
+    node_name = env ? env : "";
+  }
+  if (node_name.empty()) {
+    std::cerr << "flexcsi-controller: --node-deployment needs the node's name: --node-name or "
+                 "$NODE_NAME (in a DaemonSet from the downward API, spec.nodeName)\n";
+    return false;
+  }
+  if (options->leader_election) {
+    // One instance per node serves that node; a lock shared by all nodes would leave all but
+    // one node without a provisioner (external-provisioner's lock name ignores the node).
+    std::cerr << "flexcsi-controller: --leader-election and --node-deployment exclude each "
+                 "other: each node's instance serves only its node, so there is no one to "
+                 "elect among the nodes; run one instance per node (a DaemonSet)\n";
+    return false;
+  }
+  flexcsi::controller::NodeDeployment node;
+  node.node_name = node_name;
+  node.immediate_binding = immediate_binding;
+  for (const auto& [flag, text, out] :
+       {std::make_tuple("--node-deployment-base-delay", &base_delay, &node.base_delay),
+        std::make_tuple("--node-deployment-max-delay", &max_delay, &node.max_delay)}) {
+    if (!ParseDuration(*text, out)) {
+      std::cerr << "flexcsi-controller: " << flag << " \"" << *text
+                << "\" is not a duration such as 15s, 500ms or 1m\n";
+      return false;
+    }
+  }
+  if (node.max_delay < node.base_delay) {
+    std::cerr << "flexcsi-controller: --node-deployment-max-delay must not be shorter than "
+                 "--node-deployment-base-delay\n";
+    return false;
+  }
+  options->node_deployment = node;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,44 +175,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // Flags that contradict each other are refused before anything is read or contacted.
-  if (node_deployment) {
-    if (node_name.empty()) {
-      const char* env = std::getenv("NODE_NAME");
-      node_name = env ? env : "";
-    }
-    if (node_name.empty()) {
-      std::cerr << "flexcsi-controller: --node-deployment needs the node's name: --node-name or "
-                   "$NODE_NAME (in a DaemonSet from the downward API, spec.nodeName)\n";
-      return 2;
-    }
-    if (options.leader_election) {
-      // One instance per node serves that node; a lock shared by all nodes would leave all but
-      // one node without a provisioner (external-provisioner's lock name ignores the node).
-      std::cerr << "flexcsi-controller: --leader-election and --node-deployment exclude each "
-                   "other: each node's instance serves only its node, so there is no one to "
-                   "elect among the nodes; run one instance per node (a DaemonSet)\n";
-      return 2;
-    }
-    controller::NodeDeployment node;
-    node.node_name = node_name;
-    node.immediate_binding = immediate_binding;
-    for (const auto& [flag, text, out] :
-         {std::make_tuple("--node-deployment-base-delay", &node_base_delay, &node.base_delay),
-          std::make_tuple("--node-deployment-max-delay", &node_max_delay, &node.max_delay)}) {
-      if (!ParseDuration(*text, out)) {
-        std::cerr << "flexcsi-controller: " << flag << " \"" << *text
-                  << "\" is not a duration such as 15s, 500ms or 1m\n";
-        return 2;
-      }
-    }
-    if (node.max_delay < node.base_delay) {
-      std::cerr << "flexcsi-controller: --node-deployment-max-delay must not be shorter than "
-                   "--node-deployment-base-delay\n";
-      return 2;
-    }
-    options.node_deployment = node;
-  } else if (!node_name.empty()) {
-    std::cerr << "flexcsi-controller: --node-name only has a meaning with --node-deployment\n";
+  if (!NodeDeploymentFromFlags(node_deployment, node_name, immediate_binding, node_base_delay,
+                               node_max_delay, &options)) {
     return 2;
   }
 

@@ -11,15 +11,18 @@ dir, every listener on a random 127.0.0.1 port, in the caller's private mount na
 The facts it relies on are in ../shared/kube-assets/README.md; why each flag is set is said
 beside it."""
 import ctypes
+import http.client
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import cgroups
 import images
@@ -211,6 +214,9 @@ class Cluster:
         become_subreaper()
         # every kubectl a suite runs, ours included, talks to this cluster's version
         os.environ.update(self.version.kubectl_env)
+        # and keeps its discovery and HTTP caches in the cluster's dir: in ~/.kube/cache every
+        # cluster's random port left a folder behind (hundreds of MB after a few runs)
+        os.environ["KUBECACHEDIR"] = os.path.join(self.dir, "kubectl-cache")
         self._private_host_paths()  # first: its overlays would hide mounts made before them
         self._private_files()
         if self.pod_network:
@@ -227,21 +233,26 @@ class Cluster:
         deadline = time.monotonic() + timeout
         self._start_etcd()
         self._start_apiserver()
-        self._wait("the API server to be ready", deadline,
-                   lambda: self._kubectl_ok("get", "--raw", self.version.readiness_path),
-                   "kube-apiserver")
+        # The nodes' runtime and images need no API server: they come up while it starts.
         if self.nodes:
-            self._start_controller_manager_and_scheduler()
-            self._start_nodes(deadline)
+            self._start_node_runtimes(deadline)
         else:
             self._start_containerd()
             self._wait("containerd's socket", deadline,
                        lambda: os.path.exists(self.containerd_socket), "containerd")
-            self._start_controller_manager_and_scheduler()
             self._import_images()
-            self._start_kubelet()
-            self._wait("node %s to be Ready" % self.node_name, deadline, self.node_ready,
-                       "kubelet")
+        # kubelet only then: kubelet 1.10 started before the API server listens keeps failing
+        # every request with "http2: no cached connection was available" (its pods never
+        # start), and kube-controller-manager exits when the API server is not healthy in 10 s.
+        self._wait("the API server to be ready", deadline, self._apiserver_ready,
+                   "kube-apiserver")
+        self._start_controller_manager_and_scheduler()
+        for node in self.nodes or [None]:
+            self._start_kubelet(node)
+        for node in self.nodes or [None]:
+            name = node.name if node else self.node_name
+            self._wait("node %s to be Ready" % name, deadline,
+                       lambda: self.node_ready(name), "kubelet" + ("-" + name if node else ""))
         # Pods cannot be created in a namespace before its default service account exists.
         self._wait("the default service account", deadline,
                    lambda: self._kubectl_ok("get", "serviceaccount", "default"),
@@ -480,6 +491,10 @@ class Cluster:
             "--service-account-private-key-file", self.pki.path("sa.key"),
             "--root-ca-file", self.ca,
             "--flex-volume-plugin-dir", self.controller_plugin_dir,
+            # A claim whose volume the PV controller has not seen yet (a migrated claim bound
+            # again, a PV created after its claim) binds at its next periodic sync: 15 s by
+            # default. Binding is the same at any period (bench/ keeps the default).
+            "--pvclaimbinder-sync-period=5s",
             "--v=2", *self.controller_manager_flags])
         self._run("kube-scheduler", [os.path.join(self.bin, "kube-scheduler"),
                                      *self._control_plane_client_flags(), "--v=1"])
@@ -557,7 +572,8 @@ state = "/run/containerd/state"
         if failed:
             raise ClusterError("ctr images import %s: %s" % (archive, failed[0]))
 
-    def _start_nodes(self, deadline):
+    def _start_node_runtimes(self, deadline):
+        """Every node's namespaces and containerd, with the images imported."""
         private = [p for p in self.host_paths]
         for node in self.nodes:
             node.create_namespaces(self._run, private,
@@ -569,11 +585,6 @@ state = "/run/containerd/state"
             self._wait("containerd's socket on " + node.name, deadline,
                        lambda: os.path.exists(node.containerd_socket), "containerd-" + node.name)
         self._import_images()
-        for node in self.nodes:
-            self._start_kubelet(node)
-        for node in self.nodes:
-            self._wait("node %s to be Ready" % node.name, deadline,
-                       lambda: self.node_ready(node.name), "kubelet-" + node.name)
 
     def _start_kubelet(self, node=None):
         """node: one of self.nodes, in its namespaces, listening on its own address."""
@@ -601,7 +612,7 @@ state = "/run/containerd/state"
                 "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
                 "volumePluginDir": node.plugin_dir if node else self.plugin_dir,
                 "fileCheckFrequency": "5s", "syncFrequency": "10s",
-                "nodeStatusUpdateFrequency": "5s",
+                **self.version.kubelet_status_config,
                 "serializeImagePulls": False,
                 "kubeAPIQPS": 50, "kubeAPIBurst": 100,
             }, f)
@@ -632,6 +643,20 @@ state = "/run/containerd/state"
 
     def kubectl_json(self, *args):
         return json.loads(self.kubectl(*args, "-o", "json"))
+
+    def _apiserver_ready(self):
+        """The readiness endpoint answers 200 to admin. A direct request, not kubectl: polled
+        while the API server starts, a kubectl process each time would compete with it, and a
+        GET that finds the port closed is retried by kubectl for seconds."""
+        crt, key = self.admin_cert
+        context = ssl.create_default_context(cafile=self.ca)
+        context.load_cert_chain(crt, key)
+        try:
+            with urllib.request.urlopen(self.server + self.version.readiness_path,
+                                        context=context, timeout=5) as response:
+                return response.status == 200
+        except (OSError, http.client.HTTPException):  # refused, reset, 500, time-out
+            return False
 
     def _kubectl_ok(self, *args):
         try:
@@ -682,5 +707,7 @@ def sweep_stale_clusters():
             path = os.path.join(tmp, name)
             namespace.unmount_below(path)
             namespace.detach_loop_devices_below(path + "/")
+            # and those a pod's driver attached, which the kernel names by the pod's path
+            namespace.detach_loop_devices_of_files_below(path)
             if not os.path.exists(os.path.join(path, KEPT_MARKER)):
                 shutil.rmtree(path, ignore_errors=True)

@@ -146,6 +146,20 @@ def wait_for(what, check, timeout=90, interval=0.5):
                          % (timeout, what, " (last error: %s)" % last if last else ""))
 
 
+def claims_bound(ns, names):
+    """{name: claim} of the namespace's claims once every one of `names` is Bound, else None.
+    One list call, not one get per claim: with 50 claims a poll of single gets took 12 s."""
+    listed = {pvc["metadata"]["name"]: pvc
+              for pvc in CLUSTER.kubectl_json("get", "pvc", "-n", ns)["items"]}
+    return listed if all(listed.get(n, {}).get("status", {}).get("phase") == "Bound"
+                         for n in names) else None
+
+
+def pvs_by_name():
+    """Every PV of the cluster, {name: PV}, in one list call."""
+    return {pv["metadata"]["name"]: pv for pv in CLUSTER.kubectl_json("get", "pv")["items"]}
+
+
 def apply(objects):
     """kubectl apply of one object or a list of them (dicts)."""
     items = objects if isinstance(objects, list) else [objects]

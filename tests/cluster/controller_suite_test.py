@@ -461,11 +461,11 @@ class ControllerSuite(unittest.TestCase):
             return ["%s-%d" % (prefix, i) for i in range(count)]
 
         def provisioned(names, kind):
-            """Waits until every claim is bound; returns the PVs' sources, checked to be `kind`."""
-            wait_for("%d claims bound" % len(names), lambda: all(
-                (get("pvc", n, ns) or {}).get("status", {}).get("phase") == "Bound"
-                for n in names), 300)
-            pvs = [get("pv", get("pvc", n, ns)["spec"]["volumeName"]) for n in names]
+            """Waits until every claim is bound; checks that their PVs are `kind`."""
+            listed = wait_for("%d claims bound" % len(names),
+                              lambda: clustertest.claims_bound(ns, names), 300)
+            volumes = clustertest.pvs_by_name()
+            pvs = [volumes[listed[n]["spec"]["volumeName"]] for n in names]
             self.assertTrue(all(kind in pv["spec"] for pv in pvs),
                             "not all %s: %s" % (kind, [list(pv["spec"]) for pv in pvs]))
 
@@ -493,6 +493,12 @@ class ControllerSuite(unittest.TestCase):
                     out.setdefault(e["involvedObject"]["name"], set()).add(component)
             return out
 
+        def recorded(names):
+            """Waits for every claim's provisioning events: a provisioner writes them after the
+            PV, and one killed with -9 before then leaves a claim without any."""
+            wait_for("the provisioning events of %d claims" % len(names),
+                     lambda: not set(names) - set(provisioners()), 60)
+
         def takeover(killed, by):
             began = time.monotonic()
             killed.stop(signal.SIGKILL)
@@ -506,17 +512,20 @@ class ControllerSuite(unittest.TestCase):
             theirs.start()
             first = claims("a", 50)
             provisioned(first, "flexVolume")
+            recorded(first)
             held = holder()
             self.assertEqual(held, "flexcsi-controller")
             taken = takeover(ours, "csi-provisioner")
             second = claims("b", 10)
             provisioned(second, "csi")
+            recorded(second)
             held = holder()
             ours.start()
             taken_back = takeover(theirs, "flexcsi-controller")
             self.assertEqual(holder(), "flexcsi-controller")
             third = claims("c", 10)
             provisioned(third, "flexVolume")
+            recorded(third)
             # Nothing more comes afterwards: a second PV or volume for a claim would show here.
             began = time.monotonic()
             while time.monotonic() - began < 10:

@@ -67,6 +67,17 @@ class KubeVersion:
         return []
 
     @property
+    def kubelet_status_config(self):
+        """How often kubelet checks its node status. It mounts an attachable volume only once
+        a status update listed it in volumesInUse (retrying with a doubling back-off until
+        then), and a volume is detached only after one no longer lists it: every second, from
+        1.13, where an unchanged status is still written only every nodeStatusReportFrequency.
+        1.10 knows no such field and writes the whole status at every check: 5 s there."""
+        if not self.at_least(13):
+            return {"nodeStatusUpdateFrequency": "5s"}
+        return {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m"}
+
+    @property
     def kubectl_env(self):
         """kubectl 1.32's exec over websockets hangs against 1.10 (1.24 answers it with a
         fallback to SPDY); SPDY is what every release before 1.30 speaks."""

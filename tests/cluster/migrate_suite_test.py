@@ -63,10 +63,9 @@ FLEXCSI_WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 def setUpModule():
     global PLUGINS, RULES
-    # A moved claim binds again at the PV controller's next periodic sync: 15 s by default,
-    # 5 s here to keep the suite inside CI's time. The move is the same at any period (the
-    # benchmark, bench/migrate_cluster_bench.py, keeps the default).
-    c = clustertest.start_cluster(controller_manager_flags=["--pvclaimbinder-sync-period=5s"])
+    # A moved claim binds again at the PV controller's next periodic sync: 5 s in the test
+    # cluster (cluster.py), 15 s by default (the benchmark, bench/migrate_cluster_bench.py).
+    c = clustertest.start_cluster()
     PLUGINS = NodePlugins(c, shapes=[SHAPE])
     PLUGINS.start()
     socket = PLUGINS.csi_socket(SHAPE)
@@ -153,7 +152,7 @@ def idle_bound_flex_claims(ns, prefix, count):
         objects += [flex_pv(n, "%s-volume-%s" % (prefix, n), ns, reclaim="Delete"),
                     bound_claim(ns, n)]
     apply(objects)
-    wait_for("every claim to bind", lambda: all(claim_bound(ns, n) for n in names), 60)
+    wait_for("every claim to bind", lambda: clustertest.claims_bound(ns, names), 60)
     return names
 
 
@@ -383,8 +382,9 @@ class MigrateSuite(unittest.TestCase):
                             "resources": {"requests": {"storage": "1Gi"}}})]
         apply(objects)
         names = ["idle-%d" % i for i in range(len(points))] + ["ebs-a", "ebs-b"]
-        wait_for("every idle claim to bind", lambda: all(claim_bound(ns, n) for n in names), 120)
-        uids = {n: get("pvc", n, ns)["metadata"]["uid"] for n in names}
+        listed = wait_for("every idle claim to bind", lambda: clustertest.claims_bound(ns, names),
+                          120)
+        uids = {n: listed[n]["metadata"]["uid"] for n in names}
 
         def crash_then_resume(i_point):
             i, point = i_point
@@ -404,12 +404,13 @@ class MigrateSuite(unittest.TestCase):
         for point, first, second, out in results:
             self.assertEqual(second, 0, "resume after %s: %s" % (point, out))
         self.assertGreaterEqual(len(crashed), len(points) - 2, results)
+        listed = wait_for("every claim bound to its CSI PV",
+                          lambda: clustertest.claims_bound(ns, names), 60)
+        volumes = clustertest.pvs_by_name()
         for n in names:
-            pv = get("pv", n)
+            pv = volumes[n]
             self.assertIn("csi", pv["spec"], n)
-            claim = get("pvc", n, ns)
-            self.assertEqual(claim["metadata"]["uid"], uids[n], "claim %s was re-created" % n)
-            wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
+            self.assertEqual(listed[n]["metadata"]["uid"], uids[n], "claim %s was re-created" % n)
             self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n])
         self.assertEqual(get("pv", "ebs-a")["spec"]["persistentVolumeReclaimPolicy"], "Delete")
         self.assertEqual(get("pv", "ebs-a")["spec"]["csi"]["driver"], "ebs.csi.aws.com")
@@ -427,8 +428,8 @@ class MigrateSuite(unittest.TestCase):
             objects += [flex_pv(claim, PLUGINS.create_volume(SHAPE, claim), ns),
                         bound_claim(ns, claim)]
         apply(objects)
-        wait_for("the claims to bind", lambda: all(claim_bound(ns, c) for c in claims), 60)
-        uids = {c: get("pvc", c, ns)["metadata"]["uid"] for c in claims}
+        listed = wait_for("the claims to bind", lambda: clustertest.claims_bound(ns, claims), 60)
+        uids = {c: listed[c]["metadata"]["uid"] for c in claims}
         template = busybox_pod(ns, name, [], [{"name": "data", "mountPath": "/data"},
                                               {"name": "logs", "mountPath": "/logs"}],
                                command="for d in data logs; do test -f /$d/payload || "
@@ -523,7 +524,8 @@ class MigrateSuite(unittest.TestCase):
     def test_6_parallel_apply_killed_mid_way_resumes_every_pv(self):
         ns, count = "parallel", 12
         names = idle_bound_flex_claims(ns, "par", count)
-        uids = {n: get("pvc", n, ns)["metadata"]["uid"] for n in names}
+        listed = clustertest.claims_bound(ns, names)
+        uids = {n: listed[n]["metadata"]["uid"] for n in names}
         journal = os.path.join(PLUGINS.dir, "journal-parallel")
         started = time.monotonic()
         # The first of the 6 workers to reach `binding` kills the run: the others are half-way.
@@ -542,12 +544,14 @@ class MigrateSuite(unittest.TestCase):
         print("12 idle PVs, --parallel 6, killed and resumed: %.1f s"
               % (time.monotonic() - started), flush=True)
         self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+        wait_for("every claim bound to its CSI PV", lambda: clustertest.claims_bound(ns, names),
+                 60)
+        volumes = clustertest.pvs_by_name()
         for n in names:
-            pv = get("pv", n)
+            pv = volumes[n]
             self.assertEqual(pv["spec"]["csi"]["driver"], DRIVER, n)
             self.assertEqual(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete", n)
             self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n], n)
-            wait_for("claim %s bound to the CSI PV" % n, lambda: claim_bound(ns, n), 60)
 
     def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
         ns, count, qps, burst = "limited", 3, 5, 5

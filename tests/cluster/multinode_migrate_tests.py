@@ -163,10 +163,8 @@ class MigrateAcrossNodesTest(unittest.TestCase):
                                                            fs_type="ext4")
             objects += flex_volume(claim, volume_ids[claim])
         apply(objects)
-        wait_for("the claims to bind", lambda: all(
-            (get("pvc", claim, NS) or {}).get("status", {}).get("phase") == "Bound"
-            for claim in claims), 60)
-        uids = {claim: get("pvc", claim, NS)["metadata"]["uid"] for claim in claims}
+        listed = wait_for("the claims to bind", lambda: clustertest.claims_bound(NS, claims), 60)
+        uids = {claim: listed[claim]["metadata"]["uid"] for claim in claims}
         apply(workloads(pinned_node=nodes[1]))
         before = wait_for("3 pods on FlexVolume", lambda: all_ready(3), 180)
         print("\n3 pods Ready on their FlexVolume PVs after %.1f s" % (time.monotonic() - began),

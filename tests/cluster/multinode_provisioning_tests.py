@@ -132,14 +132,6 @@ def pvs_of_namespace(ns):
             if pv["spec"].get("claimRef", {}).get("namespace") == ns]
 
 
-def bound(ns, names):
-    """True when every named claim of the namespace is Bound (one list call, not one per claim:
-    a poll stays cheap on a loaded machine)."""
-    phases = {pvc["metadata"]["name"]: pvc.get("status", {}).get("phase") for pvc in
-              clustertest.CLUSTER.kubectl_json("get", "pvc", "-n", ns)["items"]}
-    return all(phases.get(n) == "Bound" for n in names)
-
-
 def delete_pods_and_claims(ns):
     """Every pod, then every claim of the namespace; reclaim policy Delete: flexcsi-controller
     deletes each volume, then its PV. Waits until no PV of the namespace is left."""
@@ -196,7 +188,8 @@ class MultiNodeProvisioningTest(unittest.TestCase):
         try:
             # Immediate: no scheduler involved; both instances want it, one writes its node into
             # the annotation first and provisions there.
-            wait_for("the immediate claim to bind", lambda: bound(ns, ["immediate"]), 120)
+            wait_for("the immediate claim to bind",
+                     lambda: clustertest.claims_bound(ns, ["immediate"]), 120)
             phase("immediate bound")
             owner = get("pvc", "immediate", ns)["metadata"]["annotations"][SELECTED_NODE]
             other = b if owner == a else a
@@ -352,7 +345,7 @@ class MultiNodeProvisioningTest(unittest.TestCase):
             all_bound = time.monotonic() - killed_at
             self.assertIsNotNone(taken, "replica-2 never took the Lease")
             self.assertIsNotNone(first_pv, "replica-2 provisioned nothing")
-            wait_for("every claim bound", lambda: bound(ns, names), 120)
+            wait_for("every claim bound", lambda: clustertest.claims_bound(ns, names), 120)
             # A second PV or volume for a claim would come from a later pass over the claims:
             # let one resync of replica-2 (5 s) pass before counting.
             wait_for("a resync of replica-2 after the last PV", lambda: time.monotonic() -

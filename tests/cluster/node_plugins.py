@@ -192,7 +192,11 @@ class NodePlugins:
     def create_volume(self, shape, name, size="320Mi", fs_type="xfs"):
         r = subprocess.run([self.flexcsi_bin, "volume", "create", "--endpoint",
                             "unix://" + self.csi_socket(shape), "--name", name, "--size", size,
-                            "--fs-type", fs_type], check=True, capture_output=True, text=True)
+                            "--fs-type", fs_type], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("flexcsi volume create %s on %s: exit %d: %s\ncsi-loopback:\n%s"
+                                 % (name, shape, r.returncode, r.stderr.strip(),
+                                    self.procs[shape].tail(30)))
         return r.stdout.strip()
 
     def records(self):

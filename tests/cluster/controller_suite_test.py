@@ -494,8 +494,9 @@ class ControllerSuite(unittest.TestCase):
             return out
 
         def recorded(names):
-            """Waits for every claim's provisioning events: a provisioner writes them after the
-            PV, and one killed with -9 before then leaves a claim without any."""
+            """Waits for every claim's provisioning events: a provisioner sends them on its own
+            time, possibly after the claim is bound, and one killed with -9 before they went
+            out leaves a claim without any."""
             wait_for("the provisioning events of %d claims" % len(names),
                      lambda: not set(names) - set(provisioners()), 60)
 

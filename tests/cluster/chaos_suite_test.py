@@ -249,7 +249,10 @@ def lifecycle(index, rng):
         apply(busybox_pod(NS, pods[1], volumes(True), mounts))
         wait_pod_running(NS, pods[1], STEP_TIMEOUT)
     for pod in pods:
-        out = exec_in(NS, pod, "sh", "-c", "cd /data && sha256sum -c f.sum")
+        # check=False: a mismatch prints "FAILED" and is reported below. An empty answer is
+        # kubectl's, not the pod's: under load kubectl exec at times exits 0 with no output.
+        out = wait_for("%s's checksum read back" % pod, lambda: exec_in(
+            NS, pod, "sh", "-c", "cd /data && sha256sum -c f.sum", check=False).strip(), 60)
         if "f: OK" not in out:
             raise AssertionError("%s read back other data: %s" % (pod, out))
     for pod in pods:

@@ -145,15 +145,15 @@ def claim_bound(ns, name):
 
 def idle_bound_flex_claims(ns, prefix, count):
     """`count` claims in a new namespace `ns`, each bound to its own FlexVolume PV (reclaim
-    Delete) that no pod uses; returns their names once all are bound."""
+    Delete) that no pod uses; returns them, {name: claim}, once all are bound."""
     names = ["%s-%d" % (prefix, i) for i in range(count)]
     objects = [clustertest.namespace_object(ns)]
     for n in names:
         objects += [flex_pv(n, "%s-volume-%s" % (prefix, n), ns, reclaim="Delete"),
                     bound_claim(ns, n)]
     apply(objects)
-    wait_for("every claim to bind", lambda: clustertest.claims_bound(ns, names), 60)
-    return names
+    listed = wait_for("every claim to bind", lambda: clustertest.claims_bound(ns, names), 60)
+    return {n: listed[n] for n in names}
 
 
 def payload_deployment(ns, name, size):
@@ -523,9 +523,9 @@ class MigrateSuite(unittest.TestCase):
 
     def test_6_parallel_apply_killed_mid_way_resumes_every_pv(self):
         ns, count = "parallel", 12
-        names = idle_bound_flex_claims(ns, "par", count)
-        listed = clustertest.claims_bound(ns, names)
-        uids = {n: listed[n]["metadata"]["uid"] for n in names}
+        claims = idle_bound_flex_claims(ns, "par", count)
+        names = list(claims)
+        uids = {n: claim["metadata"]["uid"] for n, claim in claims.items()}
         journal = os.path.join(PLUGINS.dir, "journal-parallel")
         started = time.monotonic()
         # The first of the 6 workers to reach `binding` kills the run: the others are half-way.
@@ -555,7 +555,7 @@ class MigrateSuite(unittest.TestCase):
 
     def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
         ns, count, qps, burst = "limited", 3, 5, 5
-        names = idle_bound_flex_claims(ns, "lim", count)
+        names = list(idle_bound_flex_claims(ns, "lim", count))
         seen = len(clustertest.CLUSTER.audit_events())
         started = time.monotonic()
         moved = migrate("apply", "--all", "-n", ns, "--parallel", "3", "--qps", str(qps),

@@ -188,10 +188,10 @@ class MultiNodeProvisioningTest(unittest.TestCase):
         try:
             # Immediate: no scheduler involved; both instances want it, one writes its node into
             # the annotation first and provisions there.
-            wait_for("the immediate claim to bind",
-                     lambda: clustertest.claims_bound(ns, ["immediate"]), 120)
+            immediate = wait_for("the immediate claim to bind",
+                                 lambda: clustertest.claims_bound(ns, ["immediate"]), 120)
             phase("immediate bound")
-            owner = get("pvc", "immediate", ns)["metadata"]["annotations"][SELECTED_NODE]
+            owner = immediate["immediate"]["metadata"]["annotations"][SELECTED_NODE]
             other = b if owner == a else a
             self.assertEqual(affinity_nodes(pv_of(ns, "immediate")), [owner])
             apply([pod(ns, "immediate-elsewhere", "immediate", node=other),

@@ -160,6 +160,15 @@ def pvs_by_name():
     return {pv["metadata"]["name"]: pv for pv in CLUSTER.kubectl_json("get", "pv")["items"]}
 
 
+def run(args, **kwargs):
+    """subprocess.run of a command that must succeed; its failure names the command and what it
+    wrote to stderr, which check=True would leave out of the test's report."""
+    r = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if r.returncode != 0:
+        raise AssertionError("%s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+    return r.stdout
+
+
 def apply(objects):
     """kubectl apply of one object or a list of them (dicts)."""
     items = objects if isinstance(objects, list) else [objects]

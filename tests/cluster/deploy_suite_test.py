@@ -510,14 +510,13 @@ class PackageSuite(unittest.TestCase):
             ["flexcsi", "state"], capture_output=True).returncode == 0, 60)
         # Into kubelet's plugin dir, and (a control plane on this host) kube-controller-manager's
         for key in ("plugin_dir", "controller_plugin_dir"):
-            subprocess.run(["flexcsi", "install-driver", "--config", config, "--plugin-dir",
-                            PATHS[key]], check=True, capture_output=True, text=True)
+            clustertest.run(["flexcsi", "install-driver", "--config", config, "--plugin-dir",
+                             PATHS[key]])
         wait_for("the topology label and node id written through the kubeconfig", lambda: (
             TOPOLOGY_LABEL in get("node", node)["metadata"]["labels"]
             and NODE_ID_ANNOTATION in get("node", node)["metadata"].get("annotations", {})), 60)
-        volume = subprocess.run(["flexcsi", "volume", "create", "--endpoint", endpoint, "--name",
-                                 "package-vol", "--size", "64Mi", "--fs-type", "ext4"],
-                                check=True, capture_output=True, text=True).stdout.strip()
+        volume = clustertest.run(["flexcsi", "volume", "create", "--endpoint", endpoint, "--name",
+                                  "package-vol", "--size", "64Mi", "--fs-type", "ext4"]).strip()
         apply([clustertest.namespace_object(APP), inline_pod("package-writer", volume)])
         clustertest.wait_pod_running(APP, "package-writer", 180)
         wait_for("the pod's line read back", lambda: "written-through-the-package" in kubectl(

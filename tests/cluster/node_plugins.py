@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from clustertest import build_dir, wait_for
+from clustertest import build_dir, run, wait_for
 from cluster import Process
 import namespace
 
@@ -154,10 +154,8 @@ class NodePlugins:
     def install_drivers(self):
         for plugin_dir in self.plugin_dirs:
             # in the node's mount namespace: its plugin dir may be a host path of its own
-            subprocess.run([*self.enter, self.flexcsi_bin, "install-driver", "--config",
-                            self.config, "--plugin-dir", plugin_dir,
-                            "--flexexec", self.flexexec_bin],
-                           check=True, capture_output=True, text=True)
+            run([*self.enter, self.flexcsi_bin, "install-driver", "--config", self.config,
+                 "--plugin-dir", plugin_dir, "--flexexec", self.flexexec_bin])
 
     def flexcsi(self, *args):
         return subprocess.run([self.flexcsi_bin, *args], capture_output=True, text=True)
@@ -201,9 +199,7 @@ class NodePlugins:
 
     def records(self):
         """The bridge's attachment, staging and publication records (`flexcsi state`)."""
-        r = subprocess.run([self.flexcsi_bin, "state", "--socket", self.socket, "-o", "json"],
-                           check=True, capture_output=True, text=True)
-        return json.loads(r.stdout)
+        return json.loads(run([self.flexcsi_bin, "state", "--socket", self.socket, "-o", "json"]))
 
     def wait_nothing_left(self):
         """Waits until the bridge holds no record, nothing is mounted for a volume under the

@@ -38,9 +38,12 @@ json StripServerFields(const json& object) {
 namespace {
 
 // Lists one collection into `out`. `optional` collections may be missing on the server.
+// `served` (when given) says whether the server knew the collection: false after an optional
+// one's 404.
 Status ListInto(kube::KubeClient& client, const kube::ResourcePath& path, bool optional,
-                std::vector<json>* out) {
+                std::vector<json>* out, bool* served = nullptr) {
   auto list = client.List(path);
+  if (served != nullptr) *served = list.ok();
   if (!list.ok()) {
     if (optional && kube::IsNotFound(list.status())) return Status::Ok();
     return list.status().WithContext("list " + path.resource);
@@ -76,15 +79,27 @@ StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std:
       ListInto(client, ResourcePath::Group("batch/v1", "jobs", ns), true, &o.jobs));
   FLEXCSI_RETURN_IF_ERROR(
       ListInto(client, ResourcePath::Group("batch/v1", "cronjobs", ns), true, &o.cronjobs));
-  // Not served before 1.18 (CSIDriver v1) and 1.17 (CSINode v1): none then.
-  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
-                                   true, &o.csidrivers));
-  FLEXCSI_RETURN_IF_ERROR(
-      ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"), true, &o.csinodes));
+  FLEXCSI_RETURN_IF_ERROR(ListDriverRegistrations(client, &o));
   FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client, ns, &o.hpas));
   FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "storageclasses"),
                                    true, &o.storageclasses));
   return o;
+}
+
+Status ListDriverRegistrations(kube::KubeClient& client, ClusterObjects* o) {
+  using kube::ResourcePath;
+  // Not served before 1.18 (CSIDriver v1) and 1.17 (CSINode v1): none then.
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
+                                   true, &o->csidrivers));
+  bool csinodes_served = false;
+  FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"),
+                                   true, &o->csinodes, &csinodes_served));
+  if (csinodes_served) return Status::Ok();
+  // A cluster before 1.17: 1.14-1.16 serve CSINode as v1beta1 only, 1.13 not at all. kubelet
+  // writes each registration into the Node's csi.volume.kubernetes.io/nodeid annotation on every
+  // version from 1.12 on, as the bridge does.
+  o->nodes.clear();
+  return ListInto(client, ResourcePath::Core("nodes"), false, &o->nodes);
 }
 
 Status ListLeftoverObjects(kube::KubeClient& client, ClusterObjects* o) {
@@ -92,6 +107,7 @@ Status ListLeftoverObjects(kube::KubeClient& client, ClusterObjects* o) {
   FLEXCSI_RETURN_IF_ERROR(ListInto(
       client, ResourcePath::Group("storage.k8s.io/v1", "volumeattachments"), true,
       &o->volumeattachments));
+  o->nodes.clear();  // ListDriverRegistrations may have listed them already
   return ListInto(client, ResourcePath::Core("nodes"), false, &o->nodes);
 }
 

@@ -30,6 +30,8 @@ struct ClusterObjects {
   std::vector<nlohmann::json> storageclasses;
   // Read only by the leftovers check (ListLeftoverObjects): cluster-wide, never by plan/apply.
   std::vector<nlohmann::json> volumeattachments;
+  // Read by the leftovers check, and by plan/apply where no CSINode v1 is served
+  // (ListDriverRegistrations).
   std::vector<nlohmann::json> nodes;
 };
 
@@ -38,6 +40,12 @@ struct ClusterObjects {
 // collection, e.g. batch/v1 on a stripped-down API server) are left empty.
 StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client,
                                             const std::string& namespace_);
+
+// Where the planner learns which CSI drivers are installed: the CSIDrivers and CSINodes
+// (storage.k8s.io/v1), and, where no CSINode v1 is served (before 1.17), the Nodes, whose
+// csi.volume.kubernetes.io/nodeid annotation then shows the registrations. Replaces
+// objects->nodes in that case.
+Status ListDriverRegistrations(kube::KubeClient& client, ClusterObjects* objects);
 
 // The leftovers check also needs VolumeAttachments and Nodes (leftovers.h).
 Status ListLeftoverObjects(kube::KubeClient& client, ClusterObjects* objects);

@@ -138,6 +138,14 @@ ClusterIndex::ClusterIndex(const ClusterObjects& o) {
       if (d.is_object()) node_drivers_.insert(d.value("name", ""));
     }
   }
+  for (const auto& n : o.nodes) {
+    // kubelet's nodeinfomanager (and the bridge) keep a JSON map of driver -> node id here.
+    const json by_driver = json::parse(
+        Str(n, "/metadata/annotations/csi.volume.kubernetes.io~1nodeid"_json_pointer), nullptr,
+        false);
+    if (!by_driver.is_object()) continue;
+    for (const auto& entry : by_driver.items()) node_drivers_.insert(entry.key());
+  }
 }
 
 const json* ClusterIndex::Claim(const std::string& ns, const std::string& name) const {
@@ -254,7 +262,8 @@ VolumePlan PlanVolume(const json& pv, const ClusterIndex& index,
   if (!index.DriverRegistered(p.csi_driver)) {
     p.verdict = Verdict::kDriverNotRegistered;
     p.reason = "CSI driver " + p.csi_driver +
-               " is not registered (no CSIDriver object and no CSINode lists it)";
+               " is not registered (no CSIDriver object, and no CSINode or Node annotation "
+               "csi.volume.kubernetes.io/nodeid lists it)";
     return p;
   }
   if (!p.pods.empty()) {

@@ -23,7 +23,7 @@ enum class Verdict {
   kCanMove,
   kUntranslatable,       // the translator refuses it (its message is the reason)
   kUnbound,              // no claim, or the claim is not Bound to this PV
-  kDriverNotRegistered,  // no CSIDriver object and no CSINode lists the driver
+  kDriverNotRegistered,  // no CSIDriver object, CSINode or Node's nodeid annotation lists it
   kInUse,                // pods that are not Succeeded/Failed use the claim
 };
 const char* VerdictName(Verdict v);  // "can-move", "untranslatable", ...

@@ -231,6 +231,24 @@ TEST_F(PlannerTest, UnregisteredDriverIsReported) {
   EXPECT_NE(v.reason.find("ebs.csi.aws.com"), std::string::npos);
 }
 
+// Before 1.17 no CSINode v1 is served: kubelet's (and the bridge's) registration shows only in
+// the Node's nodeid annotation, a JSON map of driver -> node id.
+TEST_F(PlannerTest, DriverInANodesNodeIdAnnotationIsRegistered) {
+  objects_.pvs.push_back(EbsPv("pv-a", "ns", "c", "uid-c"));
+  objects_.pvcs.push_back(Claim("ns", "c", "uid-c", "pv-a"));
+  auto node = [](const std::string& name, const std::string& ids) {
+    return json{{"metadata",
+                 {{"name", name}, {"annotations", {{"csi.volume.kubernetes.io/nodeid", ids}}}}}};
+  };
+  objects_.nodes.push_back(node("n0", "not json"));
+  objects_.nodes.push_back(node("n1", R"({"other.csi.example.com":"n1"})"));
+  EXPECT_EQ(Find(BuildPlan(objects_, translator_, {}), "pv-a").verdict,
+            Verdict::kDriverNotRegistered);
+  objects_.nodes.push_back(node("n2", R"({"ebs.csi.aws.com":"i-0abc"})"));
+  const VolumePlan v = Find(BuildPlan(objects_, translator_, {}), "pv-a");
+  EXPECT_EQ(v.verdict, Verdict::kCanMove) << v.reason;
+}
+
 TEST_F(PlannerTest, CsiAndOtherSourcesAreNotListed) {
   json csi = EbsPv("already", "ns", "c", "uid-c");
   csi["spec"].erase("awsElasticBlockStore");

@@ -68,13 +68,7 @@ StatusOr<VolumePlan> PvMover::Run::FreshPlan(const json& pv) {
     }
     FLEXCSI_RETURN_IF_ERROR(ListHorizontalPodAutoscalers(client_, ns, &o.hpas));
   }
-  for (auto [path, out] :
-       {std::pair{ResourcePath::Group("storage.k8s.io/v1", "csidrivers"), &o.csidrivers},
-        std::pair{ResourcePath::Group("storage.k8s.io/v1", "csinodes"), &o.csinodes}}) {
-    auto list = client_.List(path);
-    if (!list.ok()) return list.status().WithContext("list " + path.resource);
-    for (auto& item : (*list)["items"]) out->push_back(std::move(item));
-  }
+  FLEXCSI_RETURN_IF_ERROR(ListDriverRegistrations(client_, &o));
   ClusterIndex index(o);
   return PlanVolume(o.pvs.front(), index, *m_->translator_);
 }

@@ -187,10 +187,13 @@ def get(kind, name, ns=None):
 
 
 def pod_events(ns, pod):
-    out = CLUSTER.kubectl("get", "events", "-n", ns, "--field-selector",
-                          "involvedObject.name=" + pod, "-o",
-                          "custom-columns=REASON:.reason,MESSAGE:.message", check=False)
-    return out.strip()
+    """The pod's events, one "REASON MESSAGE" line each; "" when they cannot be read."""
+    try:
+        items = CLUSTER.kubectl_json("get", "events", "-n", ns, "--field-selector",
+                                     "involvedObject.name=" + pod)["items"]
+    except kube_cluster.ClusterError:
+        return ""
+    return "\n".join("%s %s" % (e.get("reason", ""), e.get("message", "")) for e in items)
 
 
 def wait_pod_running(ns, name, timeout=120):

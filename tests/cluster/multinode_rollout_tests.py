@@ -28,7 +28,8 @@ import unittest
 import clustertest
 from clustertest import apply, busybox_pod, exec_in, get, timed, wait_for
 from cluster import KUBEADM_PATHS
-from rollout import APPEND_EVERY_0_2_S, WriteLog, rolled_out, uptime
+from rollout import (APPEND_EVERY_0_2_S, HUNG_VOLUME_S, WriteLog, rolled_out, uptime,
+                     volume_mounts)
 
 # A node's upgrade as the API server shows it: the old pod's deletionTimestamp set by the
 # DaemonSet controller, the old pod deleted, the new pod created, the new pod Ready.
@@ -126,6 +127,11 @@ def volume_objects(node, volume_id):
             busybox_pod(APP, name, [{"name": "data", "persistentVolumeClaim": {
                 "claimName": name}}], [{"name": "data", "mountPath": "/data"}],
                 command=APPEND_EVERY_0_2_S, node=node.name)]
+
+
+def node_volume_mounts(node):
+    """The mounts of the node's writer's volume (its PV is named as the writer)."""
+    return volume_mounts(node.in_node("cat", "/proc/self/mountinfo").stdout, writer(node))
 
 
 def read_log(node):
@@ -276,6 +282,8 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
         c = clustertest.CLUSTER
         nodes = [n.name for n in c.nodes]
         writers = {n.name: get("pod", writer(n), APP) for n in c.nodes}
+        mounts = {n.name: node_volume_mounts(n) for n in c.nodes}
+        self.assertTrue(all(mounts.values()), "a writer's volume is not mounted: %s" % mounts)
         for node in c.nodes:
             wait_for("%s's first writes" % writer(node), lambda: len(read_log(node)) >= 5, 30)
         watch = PodWatch(NS, NODE_PODS)
@@ -321,6 +329,8 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
                              "%s: a write is missing" % node.name)
             self.assertNotIn("FAILED", c.kubectl("logs", "-n", APP, writer(node)))
             gaps[node.name] = writes.longest_gap(since, until)[0]
+            self.assertEqual(node_volume_mounts(node), mounts[node.name],
+                             "%s's volume was mounted again" % node.name)
             # the new bridge took over the old one's records of the writer's volume
             state = flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json")
             self.assertIn(writer(node), state)
@@ -332,4 +342,4 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
                       n, ", ".join("%s %.1f s" % (step, steps[n][step] - since)
                                    for step in STEPS), down[n], gaps[n]), flush=True)
         for n in nodes:
-            self.assertLess(gaps[n], 5, "%s's writer stalled" % n)
+            self.assertLess(gaps[n], HUNG_VOLUME_S, "%s's writer hung" % n)

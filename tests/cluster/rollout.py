@@ -1,8 +1,14 @@
 """What a test of a rolling upgrade watches: the workload rolled out to its new template, and a
 pod appending numbered, timed lines to its volume meanwhile, whose file shows a lost or failed
-write and the longest stall. Used by the deploy suite (one node) and the multi-node suite's
-rollout test."""
+write and the longest stall, and whether the node kept the volume's mounts. Used by the deploy
+suite (one node) and the multi-node suite's rollout test."""
 from clustertest import get
+
+# A rollout must leave the writer's volume mounted throughout. A write gap alone cannot tell a
+# remount from a busy machine (two cores under stress-ng stall a shell loop for seconds), so
+# the tests hold the node's mounts fixed (volume_mounts) and bound the gap only against a hung
+# volume.
+HUNG_VOLUME_S = 30
 
 # Appends "<n> <seconds>" to /data/log every 0.2 s; the time is the machine's uptime, to 10 ms
 # (busybox's date has no fractions), the same clock in every pod and node of a test cluster. A
@@ -16,6 +22,19 @@ def uptime():
     """The writers' clock, for the test's own marks (rollout start and end)."""
     with open("/proc/uptime") as f:
         return float(f.read().split()[0])
+
+
+def volume_mounts(mountinfo, volume):
+    """{mount point: mount ID} of a volume's mounts in a node's mountinfo text: kubelet's
+    device mount and each pod's, all named after the PV (or inline volume). Unmounted and
+    mounted again, a volume's mount has another ID; a container's own view cannot show that,
+    as it keeps its bind mount either way."""
+    mounts = {}
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4].rsplit("/", 1)[-1] == volume:
+            mounts[fields[4]] = fields[0]
+    return mounts
 
 
 def rolled_out(kind, name, ns, image=None):

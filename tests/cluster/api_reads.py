@@ -1,0 +1,133 @@
+"""`kubectl get ... -o json` answered by one HTTPS GET from this process.
+
+The suites poll objects every half second. A kubectl process costs about 0.2 s of CPU (start-up,
+its discovery cache, TLS), far more than the API server spends answering, and on a 2-core machine
+running two suites those polls alone took a large share of the CPU. Only plain reads of the kinds
+below are served here, with kubectl's output: the object, or a List whose items carry apiVersion
+and kind. Any other argument goes to kubectl itself (Cluster.kubectl_json decides)."""
+import http.client
+import json
+import ssl
+import threading
+import urllib.parse
+
+# kubectl's names for a kind (singular, plural, short) -> (API group, plural, namespaced).
+_KINDS = {}
+for _group, _plural, _namespaced, _names in (
+        ("", "pods", True, ("pod", "po")),
+        ("", "persistentvolumes", False, ("persistentvolume", "pv")),
+        ("", "persistentvolumeclaims", True, ("persistentvolumeclaim", "pvc")),
+        ("", "nodes", False, ("node", "no")),
+        ("", "namespaces", False, ("namespace", "ns")),
+        ("", "events", True, ("event", "ev")),
+        ("", "secrets", True, ("secret",)),
+        ("", "serviceaccounts", True, ("serviceaccount", "sa")),
+        ("", "configmaps", True, ("configmap", "cm")),
+        ("apps", "deployments", True, ("deployment", "deploy")),
+        ("apps", "daemonsets", True, ("daemonset", "ds")),
+        ("apps", "statefulsets", True, ("statefulset", "sts")),
+        ("apps", "replicasets", True, ("replicaset", "rs")),
+        ("storage.k8s.io", "storageclasses", False, ("storageclass", "sc")),
+        ("storage.k8s.io", "csinodes", False, ("csinode",)),
+        ("storage.k8s.io", "csidrivers", False, ("csidriver",)),
+        ("storage.k8s.io", "volumeattachments", False, ("volumeattachment",)),
+        ("coordination.k8s.io", "leases", True, ("lease",)),
+        ("snapshot.storage.k8s.io", "volumesnapshots", True, ("volumesnapshot", "vs")),
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents", False,
+         ("volumesnapshotcontent", "vsc"))):
+    for _name in (_plural,) + _names:
+        _KINDS[_name] = (_group, _plural, _namespaced)
+
+
+class NotServed(Exception):
+    """The read needs kubectl after all (a group this server does not list)."""
+
+
+def parse_get(args):
+    """kubectl arguments `get KIND [NAME] [-n NS] [-l SEL] [--field-selector SEL] [-A]` as a
+    dict for ApiReads.get; None for anything else."""
+    if len(args) < 2 or args[0] != "get" or args[1] not in _KINDS:
+        return None
+    read = {"kind": args[1], "name": None, "ns": None, "labels": None, "fields": None,
+            "all_namespaces": False}
+    rest = list(args[2:])
+    if rest and not rest[0].startswith("-"):
+        read["name"] = rest.pop(0)
+    while rest:
+        flag = rest.pop(0)
+        if flag in ("-n", "--namespace", "-l", "--selector", "--field-selector") and rest:
+            key = {"-n": "ns", "--namespace": "ns", "-l": "labels", "--selector": "labels",
+                   "--field-selector": "fields"}[flag]
+            read[key] = rest.pop(0)
+        elif flag in ("-A", "--all-namespaces"):
+            read["all_namespaces"] = True
+        else:
+            return None
+    if read["name"] is not None and (read["labels"] or read["fields"]):
+        return None  # kubectl refuses that; let it say so
+    return read
+
+
+class ApiReads:
+    """GETs as the admin, over a TLS connection per call (callers poll from several threads)."""
+
+    def __init__(self, server, ca, cert, key, default_namespace="default"):
+        url = urllib.parse.urlsplit(server)
+        self._host, self._port = url.hostname, url.port
+        self._context = ssl.create_default_context(cafile=ca)
+        self._context.load_cert_chain(cert, key)
+        self._default_namespace = default_namespace
+        self._versions = {}  # API group -> preferred version, as /apis lists it
+        self._lock = threading.Lock()
+
+    def get(self, kind, name=None, ns=None, labels=None, fields=None, all_namespaces=False):
+        """What `kubectl get` prints with -o json; raises LookupError (NotFound, with kubectl's
+        words) or RuntimeError (any other failure). Without `ns`, a namespaced kind is read in
+        the kubeconfig's namespace, as kubectl does, unless `all_namespaces`."""
+        group, plural, namespaced = _KINDS[kind]
+        path = "/api/v1" if not group else "/apis/%s/%s" % (group, self._version(group))
+        if namespaced and not (all_namespaces and name is None):
+            path += "/namespaces/" + (ns or self._default_namespace)
+        path += "/" + plural + ("/" + name if name is not None else "")
+        query = {k: v for k, v in (("labelSelector", labels), ("fieldSelector", fields)) if v}
+        status, body = self._get(path + ("?" + urllib.parse.urlencode(query) if query else ""))
+        if status == 404:
+            try:
+                reason = json.loads(body)
+            except ValueError:  # "404 page not found": the resource is not served
+                raise RuntimeError('error: the server doesn\'t have a resource type "%s"' % kind)
+            raise LookupError("Error from server (NotFound): " + reason.get("message", body))
+        if status != 200:
+            raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
+        answer = json.loads(body)
+        if name is None:
+            item_kind = answer.get("kind", "")[:-len("List")]
+            answer = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                      "items": [dict(item, apiVersion=answer.get("apiVersion"), kind=item_kind)
+                                for item in answer.get("items") or []]}
+        return answer
+
+    def _version(self, group):
+        with self._lock:
+            if group not in self._versions:
+                status, body = self._get("/apis")
+                if status != 200:
+                    raise RuntimeError("GET /apis: %d %s" % (status, body.strip()))
+                self._versions = {g["name"]: g["preferredVersion"]["version"]
+                                  for g in json.loads(body).get("groups", [])}
+            if group not in self._versions:  # CRDs not installed (yet): kubectl says what is
+                raise NotServed(group)
+            return self._versions[group]
+
+    def _get(self, path):
+        connection = http.client.HTTPSConnection(self._host, self._port, context=self._context,
+                                                 timeout=60)
+        try:
+            # Not kubectl's agent, and not starting with "flexcsi": suites pick flexcsi's own
+            # requests out of the audit log by their agent.
+            connection.request("GET", path, headers={"Accept": "application/json",
+                                                     "User-Agent": "cluster-suite-reads"})
+            response = connection.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            connection.close()

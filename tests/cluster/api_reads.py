@@ -77,7 +77,7 @@ class ApiReads:
         self._context = ssl.create_default_context(cafile=ca)
         self._context.load_cert_chain(cert, key)
         self._default_namespace = default_namespace
-        self._versions = {}  # API group -> preferred version, as /apis lists it
+        self._versions = {}  # (API group, plural) -> the version serving it
         self._lock = threading.Lock()
 
     def get(self, kind, name=None, ns=None, labels=None, fields=None, all_namespaces=False):
@@ -85,7 +85,7 @@ class ApiReads:
         words) or RuntimeError (any other failure). Without `ns`, a namespaced kind is read in
         the kubeconfig's namespace, as kubectl does, unless `all_namespaces`."""
         group, plural, namespaced = _KINDS[kind]
-        path = "/api/v1" if not group else "/apis/%s/%s" % (group, self._version(group))
+        path = "/api/v1" if not group else "/apis/%s/%s" % (group, self._version(group, plural))
         if namespaced and not (all_namespaces and name is None):
             path += "/namespaces/" + (ns or self._default_namespace)
         path += "/" + plural + ("/" + name if name is not None else "")
@@ -107,17 +107,32 @@ class ApiReads:
                                 for item in answer.get("items") or []]}
         return answer
 
-    def _version(self, group):
+    def _version(self, group, plural):
+        """The group's version serving `plural`, as kubectl resolves it: the preferred version
+        if it lists the resource, else the first other one that does (1.10 serves
+        VolumeAttachments in storage.k8s.io/v1beta1 only, while v1 is preferred)."""
         with self._lock:
-            if group not in self._versions:
-                status, body = self._get("/apis")
-                if status != 200:
-                    raise RuntimeError("GET /apis: %d %s" % (status, body.strip()))
-                self._versions = {g["name"]: g["preferredVersion"]["version"]
-                                  for g in json.loads(body).get("groups", [])}
-            if group not in self._versions:  # CRDs not installed (yet): kubectl says what is
-                raise NotServed(group)
-            return self._versions[group]
+            if (group, plural) not in self._versions:
+                groups = {g["name"]: g for g in self._json("/apis").get("groups", [])}
+                if group not in groups:  # CRDs not installed (yet): kubectl says what is
+                    raise NotServed(group)
+                preferred = groups[group]["preferredVersion"]["version"]
+                versions = [preferred] + [v["version"] for v in groups[group]["versions"]
+                                          if v["version"] != preferred]
+                for version in versions:
+                    listed = self._json("/apis/%s/%s" % (group, version)).get("resources", [])
+                    if any(r["name"] == plural for r in listed):
+                        self._versions[(group, plural)] = version
+                        break
+                else:
+                    raise NotServed(group + "/" + plural)
+            return self._versions[(group, plural)]
+
+    def _json(self, path):
+        status, body = self._get(path)
+        if status != 200:
+            raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
+        return json.loads(body)
 
     def _get(self, path):
         connection = http.client.HTTPSConnection(self._host, self._port, context=self._context,

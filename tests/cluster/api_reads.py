@@ -40,7 +40,8 @@ for _group, _plural, _namespaced, _names in (
 
 
 class NotServed(Exception):
-    """The read needs kubectl after all (a group this server does not list)."""
+    """The read needs kubectl after all: discovery lists no version of the group serving the
+    resource (CRDs not installed yet; CSINode on 1.10)."""
 
 
 def parse_get(args):

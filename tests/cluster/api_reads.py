@@ -129,15 +129,20 @@ class ApiReads:
                     raise NotServed(group + "/" + plural)
             return self._versions[(group, plural)]
 
+    def status(self, path, timeout=60):
+        """The HTTP status of a GET of `path` (a health endpoint, say); raises OSError or
+        http.client.HTTPException when no answer comes."""
+        return self._get(path, timeout)[0]
+
     def _json(self, path):
         status, body = self._get(path)
         if status != 200:
             raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
         return json.loads(body)
 
-    def _get(self, path):
+    def _get(self, path, timeout=60):
         connection = http.client.HTTPSConnection(self._host, self._port, context=self._context,
-                                                 timeout=60)
+                                                 timeout=timeout)
         try:
             # Not kubectl's agent, and not starting with "flexcsi": suites pick flexcsi's own
             # requests out of the audit log by their agent.

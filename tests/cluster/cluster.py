@@ -18,11 +18,9 @@ import re
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import tempfile
 import time
-import urllib.request
 
 import api_reads
 import cgroups
@@ -256,7 +254,7 @@ class Cluster:
                        lambda: self.node_ready(name), "kubelet" + ("-" + name if node else ""))
         # Pods cannot be created in a namespace before its default service account exists.
         self._wait("the default service account", deadline,
-                   lambda: self._kubectl_ok("get", "serviceaccount", "default"),
+                   lambda: self._exists("serviceaccount", "default"),
                    "kube-controller-manager")
 
     def stop(self):
@@ -659,21 +657,16 @@ state = "/run/containerd/state"
         """The readiness endpoint answers 200 to admin. A direct request, not kubectl: polled
         while the API server starts, a kubectl process each time would compete with it, and a
         GET that finds the port closed is retried by kubectl for seconds."""
-        crt, key = self.admin_cert
-        context = ssl.create_default_context(cafile=self.ca)
-        context.load_cert_chain(crt, key)
         try:
-            with urllib.request.urlopen(self.server + self.version.readiness_path,
-                                        context=context, timeout=5) as response:
-                return response.status == 200
-        except (OSError, http.client.HTTPException):  # refused, reset, 500, time-out
+            return self._reads.status(self.version.readiness_path, timeout=5) == 200
+        except (OSError, http.client.HTTPException):  # refused, reset, time-out
             return False
 
-    def _kubectl_ok(self, *args):
+    def _exists(self, kind, name):
         try:
-            return subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, *args],
-                                  capture_output=True, timeout=10).returncode == 0
-        except subprocess.TimeoutExpired:
+            self.kubectl_json("get", kind, name)
+            return True
+        except (ClusterError, ValueError, subprocess.TimeoutExpired):
             return False
 
     def node_ready(self, name=None):

@@ -188,14 +188,13 @@ class NodePlugins:
             return {"volumes": [], "snapshots": []}
 
     def create_volume(self, shape, name, size="320Mi", fs_type="xfs"):
-        r = subprocess.run([self.flexcsi_bin, "volume", "create", "--endpoint",
-                            "unix://" + self.csi_socket(shape), "--name", name, "--size", size,
-                            "--fs-type", fs_type], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError("flexcsi volume create %s on %s: exit %d: %s\ncsi-loopback:\n%s"
-                                 % (name, shape, r.returncode, r.stderr.strip(),
-                                    self.procs[shape].tail(30)))
-        return r.stdout.strip()
+        try:
+            return run([self.flexcsi_bin, "volume", "create", "--endpoint",
+                        "unix://" + self.csi_socket(shape), "--name", name, "--size", size,
+                        "--fs-type", fs_type]).strip()
+        except AssertionError as e:
+            raise AssertionError("%s\ncsi-loopback %s:\n%s"
+                                 % (e, shape, self.procs[shape].tail(30))) from None
 
     def records(self):
         """The bridge's attachment, staging and publication records (`flexcsi state`)."""

@@ -30,7 +30,7 @@ done
 # Manifest validation renders the kustomizations with kubectl. Debian's own (kubernetes-client,
 # kubectl 1.20) is installed only where no kubectl exists, so that a newer one already on the
 # machine is never shadowed. Its kustomize v2 renders every overlay but the two made of
-# components (old-clusters, provisioner-per-node: kubectl 1.21+), which it refuses.
+# components (old-clusters, provisioner-per-node: kubectl 1.21+), whose check is then skipped.
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 
 if ((${#missing[@]})); then

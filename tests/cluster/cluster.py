@@ -254,7 +254,7 @@ class Cluster:
                        lambda: self.node_ready(name), "kubelet" + ("-" + name if node else ""))
         # Pods cannot be created in a namespace before its default service account exists.
         self._wait("the default service account", deadline,
-                   lambda: self._exists("serviceaccount", "default"),
+                   lambda: self.can_get("serviceaccount", "default"),
                    "kube-controller-manager")
 
     def stop(self):
@@ -662,9 +662,10 @@ state = "/run/containerd/state"
         except (OSError, http.client.HTTPException):  # refused, reset, time-out
             return False
 
-    def _exists(self, kind, name):
+    def can_get(self, *args):
+        """`kubectl get ARGS` succeeds: the object exists, or the kind is served and listable."""
         try:
-            self.kubectl_json("get", kind, name)
+            self.kubectl_json("get", *args)
             return True
         except (ClusterError, ValueError, subprocess.TimeoutExpired):
             return False

@@ -84,7 +84,7 @@ def setUpModule():
     crds = assets.crds_dir(c.bin)
     c.kubectl("apply", *sum((["-f", os.path.join(crds, f)] for f in sorted(os.listdir(crds))), []))
     wait_for("the snapshot CRDs to be served",
-             lambda: c._kubectl_ok("get", "volumesnapshotclasses"), 60)
+             lambda: c.can_get("volumesnapshotclasses"), 60)
     SNAPSHOT_CONTROLLER = Process("snapshot-controller", [
         os.path.join(c.bin, "snapshot-controller"), "--kubeconfig", c.kubeconfig,
         "--leader-election=false"], os.path.join(c.logs, "snapshot-controller.log"))
@@ -360,7 +360,7 @@ class ControllerSuite(unittest.TestCase):
         """No snapshot API: no VolumeSnapshot can exist, and a claim restoring from one is
         refused with one event, never provisioned empty."""
         c = clustertest.CLUSTER
-        self.assertFalse(c._kubectl_ok("get", "volumesnapshots", "-A"))
+        self.assertFalse(c.can_get("volumesnapshots", "-A"))
         with open(os.path.join(c.logs, "flexcsi-controller.log")) as f:
             self.assertIn("snapshot.storage.k8s.io/v1 not served", f.read())
         apply([clustertest.namespace_object(ns),

@@ -354,14 +354,26 @@ def validate_rendering(name, text, problems):
     return len(docs)
 
 
+# ctest's SKIP_RETURN_CODE for this check: some directory could not be rendered by this kubectl.
+EXIT_NOT_CHECKED = 77
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kubectl", default="kubectl")
     parser.add_argument("dirs", nargs="+")
     args = parser.parse_args()
     problems = Problems()
+    unrenderable = []
     for d in args.dirs:
         result = subprocess.run([args.kubectl, "kustomize", d], capture_output=True, text=True)
+        if result.returncode != 0 and 'unknown field "components"' in result.stderr:
+            # kubectl before 1.21 (Debian 12's is 1.20) has kustomize v2: the limit is the
+            # tool's, not the manifest's, so it is reported as not checked rather than invalid.
+            unrenderable.append(d)
+            print(f"NOT CHECKED {d}: {args.kubectl}'s kustomize predates components "
+                  "(kubectl 1.21 or later renders it)")
+            continue
         if result.returncode != 0:
             problems.add(d, "kubectl kustomize failed: " + result.stderr.strip())
             continue
@@ -370,7 +382,9 @@ def main():
     for p in problems.items:
         print("INVALID " + p)
     print(f"manifest problems: {len(problems.items)}")
-    return 1 if problems.items else 0
+    if problems.items:
+        return 1
+    return EXIT_NOT_CHECKED if unrenderable else 0
 
 
 if __name__ == "__main__":

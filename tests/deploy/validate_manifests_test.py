@@ -143,10 +143,13 @@ class NodePathsAreOneSettingEach(unittest.TestCase):
                                "behavior": "merge", "literals": [
                                    "controllerPluginDir=" + self.MOVED["controllerPluginDir"]]})
         with open(os.path.join(tmp, "moved", "kustomization.yaml"), "w") as f:
-            yaml.safe_dump({"resources": [f"../k/{overlay}"],
+            # `bases`, which kustomize v2 (kubectl 1.14-1.20) reads as later ones do
+            yaml.safe_dump({"bases": [f"../k/{overlay}"],
                             "configMapGenerator": generators}, f)
         result = subprocess.run([KUBECTL, "kustomize", os.path.join(tmp, "moved")],
                                 capture_output=True, text=True)
+        if 'unknown field "components"' in result.stderr:
+            return None  # kubectl before 1.21: deploy_component_overlays_valid says so
         self.assertEqual(result.returncode, 0, result.stderr)
         return result.stdout
 
@@ -155,7 +158,11 @@ class NodePathsAreOneSettingEach(unittest.TestCase):
                                     ("overlays/old-clusters", True),
                                     ("overlays/digitalocean", True), ("overlays/nfs", False),
                                     ("overlays/juicefs", False)):
-            text = self.render_moved(overlay, controller).replace(self.DOCTOR_VIEW, "")
+            text = self.render_moved(overlay, controller)
+            if text is None:
+                self.assertEqual(overlay, "overlays/old-clusters", "made of no component")
+                continue
+            text = text.replace(self.DOCTOR_VIEW, "")
             for default in self.DEFAULTS:
                 self.assertNotIn(default, text, f"{overlay} keeps {default}")
             self.assertIn("path: /srv/k/kubelet-plugins", text, overlay)

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-import api_reads
+import api_requests
 import cgroups
 import images
 from kube_version import KubeVersion
@@ -465,7 +465,7 @@ class Cluster:
             "--profiling=false", "--v=1"])
         acrt, akey = self.admin_cert
         pki.write_kubeconfig(self.kubeconfig, self.server, self.ca, acrt, akey)
-        self._reads = api_reads.ApiReads(self.server, self.ca, acrt, akey)
+        self._requests = api_requests.ApiRequests(self.server, self.ca, acrt, akey)
         kcrt, kkey = self.kubelet_cert
         self.kubelet_kubeconfig = pki.write_kubeconfig(
             os.path.join(self.dir, "kubelet.kubeconfig"), self.server, self.ca, kcrt, kkey,
@@ -642,23 +642,37 @@ state = "/run/containerd/state"
         return r.stdout
 
     def kubectl_json(self, *args):
-        """kubectl ARGS -o json; a plain `get` is one GET from this process (api_reads)."""
-        read = api_reads.parse_get(args)
+        """kubectl ARGS -o json; a plain `get` is one GET from this process (api_requests)."""
+        read = api_requests.parse_get(args)
         if read is not None:
             try:
-                return self._reads.get(**read)
-            except api_reads.NotServed:
+                return self._requests.get(**read)
+            except api_requests.NotServed:
                 pass  # a group discovery does not list (yet): kubectl says what it makes of it
             except (LookupError, RuntimeError, OSError, http.client.HTTPException) as e:
                 raise ClusterError("kubectl %s: %s" % (" ".join(args), e)) from None
         return json.loads(self.kubectl(*args, "-o", "json"))
+
+    def delete(self, kind, name, ns=None):
+        """`kubectl delete KIND NAME [-n NS] --ignore-not-found --wait=false`, as one DELETE from
+        this process where api_requests knows the kind."""
+        args = ["delete", kind, name, "--ignore-not-found", "--wait=false"] + (
+            ["-n", ns] if ns else [])
+        if api_requests.knows(kind):
+            try:
+                return self._requests.delete(kind, name, ns)
+            except api_requests.NotServed:
+                pass
+            except (RuntimeError, OSError, http.client.HTTPException) as e:
+                raise ClusterError("kubectl %s: %s" % (" ".join(args), e)) from None
+        self.kubectl(*args)
 
     def _apiserver_ready(self):
         """The readiness endpoint answers 200 to admin. A direct request, not kubectl: polled
         while the API server starts, a kubectl process each time would compete with it, and a
         GET that finds the port closed is retried by kubectl for seconds."""
         try:
-            return self._reads.status(self.version.readiness_path, timeout=5) == 200
+            return self._requests.status(self.version.readiness_path, timeout=5) == 200
         except (OSError, http.client.HTTPException):  # refused, reset, time-out
             return False
 

@@ -408,7 +408,7 @@ class DeploySuite(unittest.TestCase):
         clustertest.delete_and_wait("pod", DEMO, DEMO)
         clustertest.delete_and_wait("pvc", "demo-data", DEMO)
         wait_for("the demo's PV deleted", lambda: get("pv", demo_pv) is None, 120)
-        kubectl("delete", "-k", INSTALL, "--ignore-not-found", "--wait=true", timeout=180)
+        uninstall()
         wait_for("namespace flexcsi gone", lambda: get("namespace", NS) is None, 120)
         clustertest.delete_and_wait("namespace", APP)
         # Documented to stay (docs/operations.md, "Uninstall"): the executables in both plugin

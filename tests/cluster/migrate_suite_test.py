@@ -554,7 +554,7 @@ class MigrateSuite(unittest.TestCase):
             self.assertEqual(pv["spec"]["claimRef"]["uid"], uids[n], n)
 
     def test_7_a_small_qps_bounds_flexcsis_request_rate_in_the_audit_log(self):
-        ns, count, qps, burst = "limited", 3, 5, 5
+        ns, count, qps, burst = "limited", 3, 10, 10
         names = list(idle_bound_flex_claims(ns, "lim", count))
         seen = len(clustertest.CLUSTER.audit_events())
         started = time.monotonic()

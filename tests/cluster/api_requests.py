@@ -1,10 +1,12 @@
-"""`kubectl get ... -o json` answered by one HTTPS GET from this process.
+"""The suite's own plain requests, from this process: `kubectl get ... -o json` answered by one
+HTTPS GET, and `kubectl delete KIND NAME --ignore-not-found --wait=false` by one DELETE.
 
-The suites poll objects every half second. A kubectl process costs about 0.2 s of CPU (start-up,
-its discovery cache, TLS), far more than the API server spends answering, and on a 2-core machine
-running two suites those polls alone took a large share of the CPU. Only plain reads of the kinds
-below are served here, with kubectl's output: the object, or a List whose items carry apiVersion
-and kind. Any other argument goes to kubectl itself (Cluster.kubectl_json decides)."""
+The suites poll objects every half second and delete what each test made. A kubectl process
+costs about 0.2 s of CPU (start-up, its discovery cache, TLS), far more than the API server spends
+answering, and on a 2-core machine running two suites those processes alone took a large share
+of the CPU. Only the kinds below are served here, with kubectl's output: the object, or a List
+whose items carry apiVersion and kind. Any other argument goes to kubectl itself (Cluster
+decides)."""
 import http.client
 import json
 import ssl
@@ -40,13 +42,18 @@ for _group, _plural, _namespaced, _names in (
 
 
 class NotServed(Exception):
-    """The read needs kubectl after all: discovery lists no version of the group serving the
+    """The request needs kubectl after all: discovery lists no version of the group serving the
     resource (CRDs not installed yet; CSINode on 1.10)."""
+
+
+def knows(kind):
+    """Whether requests for `kind` (any of kubectl's names for it) can be made here."""
+    return kind in _KINDS
 
 
 def parse_get(args):
     """kubectl arguments `get KIND [NAME] [-n NS] [-l SEL] [--field-selector SEL] [-A]` as a
-    dict for ApiReads.get; None for anything else."""
+    dict for ApiRequests.get; None for anything else."""
     if len(args) < 2 or args[0] != "get" or args[1] not in _KINDS:
         return None
     read = {"kind": args[1], "name": None, "ns": None, "labels": None, "fields": None,
@@ -69,8 +76,18 @@ def parse_get(args):
     return read
 
 
-class ApiReads:
-    """GETs as the admin, over a TLS connection per call (callers poll from several threads)."""
+def _raise_if_unserved(kind, body):
+    """A 404 names a missing object with a Status; a bare "404 page not found" means the server
+    does not serve the resource at all."""
+    try:
+        json.loads(body)
+    except ValueError:
+        raise RuntimeError('error: the server doesn\'t have a resource type "%s"' % kind) from None
+
+
+class ApiRequests:
+    """Requests as the admin, over a TLS connection per call (callers poll from several
+    threads)."""
 
     def __init__(self, server, ca, cert, key, default_namespace="default"):
         url = urllib.parse.urlsplit(server)
@@ -85,19 +102,14 @@ class ApiReads:
         """What `kubectl get` prints with -o json; raises LookupError (NotFound, with kubectl's
         words) or RuntimeError (any other failure). Without `ns`, a namespaced kind is read in
         the kubeconfig's namespace, as kubectl does, unless `all_namespaces`."""
-        group, plural, namespaced = _KINDS[kind]
-        path = "/api/v1" if not group else "/apis/%s/%s" % (group, self._version(group, plural))
-        if namespaced and not (all_namespaces and name is None):
-            path += "/namespaces/" + (ns or self._default_namespace)
-        path += "/" + plural + ("/" + name if name is not None else "")
+        path = self._path(kind, name, ns, all_namespaces and name is None)
         query = {k: v for k, v in (("labelSelector", labels), ("fieldSelector", fields)) if v}
-        status, body = self._get(path + ("?" + urllib.parse.urlencode(query) if query else ""))
+        status, body = self._request("GET", path + (
+            "?" + urllib.parse.urlencode(query) if query else ""))
         if status == 404:
-            try:
-                reason = json.loads(body)
-            except ValueError:  # "404 page not found": the resource is not served
-                raise RuntimeError('error: the server doesn\'t have a resource type "%s"' % kind)
-            raise LookupError("Error from server (NotFound): " + reason.get("message", body))
+            _raise_if_unserved(kind, body)
+            raise LookupError("Error from server (NotFound): " + json.loads(body).get("message",
+                                                                                     body))
         if status != 200:
             raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
         answer = json.loads(body)
@@ -107,6 +119,27 @@ class ApiReads:
                       "items": [dict(item, apiVersion=answer.get("apiVersion"), kind=item_kind)
                                 for item in answer.get("items") or []]}
         return answer
+
+    def delete(self, kind, name, ns=None):
+        """`kubectl delete KIND NAME [-n NS] --ignore-not-found --wait=false`: one DELETE with
+        kubectl's background propagation; an object already gone is no error. Raises
+        RuntimeError on any other failure."""
+        path = self._path(kind, name, ns)
+        status, body = self._request("DELETE", path, json.dumps(
+            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}))
+        if status == 404:
+            _raise_if_unserved(kind, body)
+        elif status not in (200, 202):
+            raise RuntimeError("DELETE %s: %d %s" % (path, status, body.strip()))
+
+    def _path(self, kind, name, ns, all_namespaces=False):
+        """The URL path of `kind` (its one object `name`, or all of them); a namespaced kind
+        lies in `ns`, or in the kubeconfig's namespace as kubectl has it, unless in all."""
+        group, plural, namespaced = _KINDS[kind]
+        path = "/api/v1" if not group else "/apis/%s/%s" % (group, self._version(group, plural))
+        if namespaced and not all_namespaces:
+            path += "/namespaces/" + (ns or self._default_namespace)
+        return path + "/" + plural + ("/" + name if name is not None else "")
 
     def _version(self, group, plural):
         """The group's version serving `plural`, as kubectl resolves it: the preferred version
@@ -132,22 +165,25 @@ class ApiReads:
     def status(self, path, timeout=60):
         """The HTTP status of a GET of `path` (a health endpoint, say); raises OSError or
         http.client.HTTPException when no answer comes."""
-        return self._get(path, timeout)[0]
+        return self._request("GET", path, timeout=timeout)[0]
 
     def _json(self, path):
-        status, body = self._get(path)
+        status, body = self._request("GET", path)
         if status != 200:
             raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
         return json.loads(body)
 
-    def _get(self, path, timeout=60):
+    def _request(self, method, path, body=None, timeout=60):
         connection = http.client.HTTPSConnection(self._host, self._port, context=self._context,
                                                  timeout=timeout)
+        headers = {"Accept": "application/json",
+                   # Not kubectl's agent, and not starting with "flexcsi": suites pick flexcsi's
+                   # own requests out of the audit log by their agent.
+                   "User-Agent": "cluster-suite-requests"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            # Not kubectl's agent, and not starting with "flexcsi": suites pick flexcsi's own
-            # requests out of the audit log by their agent.
-            connection.request("GET", path, headers={"Accept": "application/json",
-                                                     "User-Agent": "cluster-suite-reads"})
+            connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
             return response.status, response.read().decode()
         finally:

@@ -662,7 +662,7 @@ state = "/run/containerd/state"
             try:
                 return self._requests.delete(kind, name, ns)
             except api_requests.NotServed:
-                pass
+                pass  # a group not served (yet): kubectl says what it makes of it
             except (RuntimeError, OSError, http.client.HTTPException) as e:
                 raise ClusterError("kubectl %s: %s" % (" ".join(args), e)) from None
         self.kubectl(*args)

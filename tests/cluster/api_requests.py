@@ -76,11 +76,11 @@ def parse_get(args):
     return read
 
 
-def _raise_if_unserved(kind, body):
-    """A 404 names a missing object with a Status; a bare "404 page not found" means the server
-    does not serve the resource at all."""
+def _missing_object(kind, body):
+    """The Status of a 404 that names a missing object; a bare "404 page not found" means the
+    server does not serve the resource at all, raised as kubectl words it."""
     try:
-        json.loads(body)
+        return json.loads(body)
     except ValueError:
         raise RuntimeError('error: the server doesn\'t have a resource type "%s"' % kind) from None
 
@@ -107,9 +107,8 @@ class ApiRequests:
         status, body = self._request("GET", path + (
             "?" + urllib.parse.urlencode(query) if query else ""))
         if status == 404:
-            _raise_if_unserved(kind, body)
-            raise LookupError("Error from server (NotFound): " + json.loads(body).get("message",
-                                                                                     body))
+            raise LookupError("Error from server (NotFound): "
+                              + _missing_object(kind, body).get("message", body))
         if status != 200:
             raise RuntimeError("GET %s: %d %s" % (path, status, body.strip()))
         answer = json.loads(body)
@@ -128,7 +127,7 @@ class ApiRequests:
         status, body = self._request("DELETE", path, json.dumps(
             {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}))
         if status == 404:
-            _raise_if_unserved(kind, body)
+            _missing_object(kind, body)  # gone already, as --ignore-not-found; or not served
         elif status not in (200, 202):
             raise RuntimeError("DELETE %s: %d %s" % (path, status, body.strip()))
 

@@ -222,11 +222,11 @@ MigrationJournal::~MigrationJournal() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
-StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::Open(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Internal("cannot create journal directory " + dir + ": " + ec.message());
-  ::chmod(dir.c_str(), 0700);  // the journal holds cluster objects: keep it to its owner
+namespace {
+
+// Takes DIR/lock (created 0600 if missing; DIR must exist) for this process: the fd holding
+// the flock, or FailedPrecondition naming the holder's pid.
+StatusOr<int> TakeRunLock(const std::string& dir) {
   const std::string lock_path = dir + "/lock";
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Internal("cannot open " + lock_path + ": " + std::strerror(errno));
@@ -241,7 +241,48 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::Open(const std::st
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
     // The pid is only for the message above; the lock itself is what matters.
   }
-  return OpenDatabase(dir, fd);
+  return fd;
+}
+
+bool JournalExists(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(dir + "/journal.db", ec);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::Open(const std::string& dir) {
+  // A journal not created yet is created by the first write (CreateOnFirstWrite), so that a run
+  // refusing everything it was asked leaves nothing behind: no directory, lock or database.
+  if (!JournalExists(dir)) {
+    return std::unique_ptr<MigrationJournal>(new MigrationJournal(dir, nullptr, -1));
+  }
+  auto fd = TakeRunLock(dir);
+  if (!fd.ok()) return fd.status();
+  return OpenDatabase(dir, *fd);
+}
+
+Status MigrationJournal::CreateOnFirstWrite() {
+  if (db_ != nullptr) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Internal("cannot create journal directory " + dir_ + ": " + ec.message());
+  ::chmod(dir_.c_str(), 0700);  // the journal holds cluster objects: keep it to its owner
+  auto fd = TakeRunLock(dir_);
+  if (!fd.ok()) return fd.status();
+  // This run read the journal as empty. One created since by a run that has finished (or was
+  // killed) may hold rows this run did not see: never write over them.
+  if (JournalExists(dir_)) {
+    ::close(*fd);
+    return FailedPrecondition("another flexcsi migrate created journal " + dir_ +
+                              " while this one ran; run the command again");
+  }
+  auto opened = OpenDatabase(dir_, *fd);  // closes the fd when it fails
+  if (!opened.ok()) return opened.status();
+  db_ = std::move((*opened)->db_);
+  lock_fd_ = (*opened)->lock_fd_;
+  (*opened)->lock_fd_ = -1;  // now ours
+  return Status::Ok();
 }
 
 StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenForReading(
@@ -266,6 +307,7 @@ StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::OpenDatabase(const
 
 Status MigrationJournal::Put(const MigrationRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
+  FLEXCSI_RETURN_IF_ERROR(CreateOnFirstWrite());
   const nlohmann::json workloads = WorkloadsToJson(r.workloads);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   // The record and its history line land together or not at all.
@@ -286,6 +328,7 @@ Status MigrationJournal::Put(const MigrationRecord& r) {
 
 StatusOr<std::optional<MigrationRecord>> MigrationJournal::Get(const std::string& pv_name) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::optional<MigrationRecord>();  // not created yet: empty
   SqliteStatement s(*db_, std::string("SELECT ") + kColumns + " FROM migrations WHERE pv_name=?");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   s.Bind(pv_name);
@@ -299,6 +342,7 @@ StatusOr<std::optional<MigrationRecord>> MigrationJournal::Get(const std::string
 
 StatusOr<std::vector<MigrationRecord>> MigrationJournal::List() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::vector<MigrationRecord>();
   SqliteStatement s(*db_, std::string("SELECT ") + kColumns + " FROM migrations ORDER BY pv_name");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   std::vector<MigrationRecord> out;
@@ -315,6 +359,7 @@ StatusOr<std::vector<MigrationRecord>> MigrationJournal::List() {
 StatusOr<std::vector<MigrationJournal::HistoryEntry>> MigrationJournal::History(
     const std::string& pv_name) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::vector<HistoryEntry>();
   SqliteStatement s(*db_, "SELECT direction, step, at FROM history WHERE pv_name=? ORDER BY id");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
   s.Bind(pv_name);
@@ -327,6 +372,7 @@ StatusOr<std::vector<MigrationJournal::HistoryEntry>> MigrationJournal::History(
 
 Status MigrationJournal::PutGroup(const WorkloadGroupRecord& g) {
   std::lock_guard<std::mutex> lock(mu_);
+  FLEXCSI_RETURN_IF_ERROR(CreateOnFirstWrite());
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   return db_->InTransaction([&]() -> Status {
     SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO workload_groups(") +
@@ -342,6 +388,7 @@ Status MigrationJournal::PutGroup(const WorkloadGroupRecord& g) {
 
 StatusOr<std::optional<WorkloadGroupRecord>> MigrationJournal::GetGroup(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::optional<WorkloadGroupRecord>();
   SqliteStatement s(*db_,
                     std::string("SELECT ") + kGroupColumns + " FROM workload_groups WHERE id=?");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
@@ -356,6 +403,7 @@ StatusOr<std::optional<WorkloadGroupRecord>> MigrationJournal::GetGroup(const st
 
 StatusOr<std::vector<WorkloadGroupRecord>> MigrationJournal::ListGroups() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::vector<WorkloadGroupRecord>();
   SqliteStatement s(*db_,
                     std::string("SELECT ") + kGroupColumns + " FROM workload_groups ORDER BY id");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
@@ -372,6 +420,7 @@ StatusOr<std::vector<WorkloadGroupRecord>> MigrationJournal::ListGroups() {
 
 Status MigrationJournal::PutStorageClass(const StorageClassRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
+  FLEXCSI_RETURN_IF_ERROR(CreateOnFirstWrite());
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   return db_->InTransaction([&]() -> Status {
     SqliteStatement put(*db_, std::string("INSERT OR REPLACE INTO storage_classes(") +
@@ -388,6 +437,7 @@ Status MigrationJournal::PutStorageClass(const StorageClassRecord& r) {
 StatusOr<std::optional<StorageClassRecord>> MigrationJournal::GetStorageClass(
     const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::optional<StorageClassRecord>();
   SqliteStatement s(*db_,
                     std::string("SELECT ") + kClassColumns + " FROM storage_classes WHERE name=?");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());
@@ -402,6 +452,7 @@ StatusOr<std::optional<StorageClassRecord>> MigrationJournal::GetStorageClass(
 
 StatusOr<std::vector<StorageClassRecord>> MigrationJournal::ListStorageClasses() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (db_ == nullptr) return std::vector<StorageClassRecord>();
   SqliteStatement s(*db_,
                     std::string("SELECT ") + kClassColumns + " FROM storage_classes ORDER BY name");
   FLEXCSI_RETURN_IF_ERROR(s.prepared());

@@ -111,7 +111,13 @@ struct StorageClassRecord {
 
 class MigrationJournal {
  public:
-  // Creates DIR (0700) when missing, takes the run lock and opens DIR/journal.db.
+  // For `apply` and `rollback`. When DIR/journal.db exists: takes the run lock (DIR/lock, flock;
+  // FailedPrecondition naming the holder's pid while another run holds it) and opens it. When it
+  // does not, nothing is created yet: reads answer empty, and the first Put* creates DIR (0700),
+  // takes the lock and creates the database (0600), so a run that refuses everything it was
+  // asked writes nothing at all. Every cluster write is journaled before it is sent, so a second
+  // run on a journal that did not exist yet is refused at its first write, before any cluster
+  // write; so is a run whose journal another run created meanwhile (it read it as empty).
   static StatusOr<std::unique_ptr<MigrationJournal>> Open(const std::string& dir);
   // For `status`: no lock (WAL lets readers in while a run writes). NotFound when there is no
   // journal in DIR.
@@ -150,9 +156,11 @@ class MigrationJournal {
   MigrationJournal(std::string dir, std::unique_ptr<SqliteDatabase> db, int lock_fd);
   static StatusOr<std::unique_ptr<MigrationJournal>> OpenDatabase(const std::string& dir,
                                                                   int lock_fd);
+  // REQUIRES: mu_ held. Creates the journal of a run that opened none (see Open).
+  Status CreateOnFirstWrite();
 
   std::string dir_;
-  std::unique_ptr<SqliteDatabase> db_;
+  std::unique_ptr<SqliteDatabase> db_;  // null until created (see Open)
   int lock_fd_;
   std::mutex mu_;
 };

@@ -76,6 +76,7 @@ TEST_F(JournalTest, RecordsSurviveReopenWithEveryField) {
 TEST_F(JournalTest, SecondRunIsRefusedNamingHolder) {
   auto first = MigrationJournal::Open(dir_);
   ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Put(Sample()).ok());  // creates the journal, and takes the lock
   auto second = MigrationJournal::Open(dir_);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
@@ -112,11 +113,53 @@ TEST_F(JournalTest, ReadingAMissingJournalIsNotFound) {
 TEST_F(JournalTest, JournalFilesAreOwnerOnly) {
   auto j = MigrationJournal::Open(dir_ + "/sub");
   ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->Put(Sample()).ok());
   auto perms = std::filesystem::status(dir_ + "/sub").permissions();
   EXPECT_EQ(perms & std::filesystem::perms::all, std::filesystem::perms::owner_all);
   auto db = std::filesystem::status(dir_ + "/sub/journal.db").permissions();
   EXPECT_EQ(db & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
             std::filesystem::perms::none);
+}
+
+// A run that refuses everything it was asked must leave nothing behind in a fresh --journal
+// directory: reads of a journal not created yet answer empty, and only a write creates it.
+TEST_F(JournalTest, NothingIsCreatedBeforeTheFirstWrite) {
+  const std::string dir = dir_ + "/fresh";
+  auto j = MigrationJournal::Open(dir);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto got = (*j)->Get("pv-1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_TRUE((*j)->List().ok() && (*j)->List()->empty());
+  EXPECT_TRUE((*j)->ListGroups().ok() && (*j)->ListGroups()->empty());
+  EXPECT_TRUE((*j)->ListStorageClasses().ok() && (*j)->ListStorageClasses()->empty());
+  auto sc = (*j)->GetStorageClass("fast");
+  ASSERT_TRUE(sc.ok());
+  EXPECT_FALSE(sc->has_value());
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  // A second run on the same fresh directory opens too; the first write decides.
+  auto second = MigrationJournal::Open(dir);
+  ASSERT_TRUE(second.ok());
+
+  ASSERT_TRUE((*j)->Put(Sample()).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/journal.db"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/lock"));
+  got = (*j)->Get("pv-1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  Status refused = (*second)->Put(Sample());
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("another flexcsi migrate is running"), std::string::npos)
+      << refused.message();
+  // Once the first is gone, the second still does not write into a journal it read as empty.
+  j->reset();
+  refused = (*second)->PutStorageClass(StorageClassRecord{});
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("created journal " + dir), std::string::npos)
+      << refused.message();
+  auto reread = MigrationJournal::OpenForReading(dir);
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ((*reread)->List()->size(), 1u);
+  EXPECT_TRUE((*reread)->ListStorageClasses()->empty());
 }
 
 // A workload group's row keeps the replicas read before its scale-down across a reopen (a run

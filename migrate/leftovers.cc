@@ -5,6 +5,8 @@
 #include <set>
 
 #include "migrate/report.h"
+#include "migrate/storage_class_plan.h"
+#include "translator/flexvolume_rules.h"
 
 namespace flexcsi::migrate {
 
@@ -26,15 +28,105 @@ std::string VolumeTodo(const VolumePlan& v) {
   }
 }
 
-std::string ClassTodo(const StorageClassPlan& c) {
+// The flexcsi-controller workload whose configuration names `provisioner`, or nullptr.
+const ControllerWorkload* ServedBy(const LeftoverContext& context, const std::string& provisioner) {
+  for (const auto& c : context.served.controllers) {
+    for (const auto& p : c.provisioners) {
+      if (p == provisioner) return &c;
+    }
+  }
+  return nullptr;
+}
+
+std::string ClassTodo(const StorageClassPlan& c, const LeftoverContext& context) {
   if (!c.refusal.empty()) return "cannot move: " + c.refusal;
-  std::string todo = "flexcsi migrate apply --storage-class " + c.name + " (twin: provisioner " +
-                     c.csi_driver + ")";
+  std::string todo = "flexcsi migrate apply --storage-class " + c.name;
+  if (c.kind == "flexvolume" && !context.rules_given) {
+    // The twin was planned with the rule of the cluster's flexcsi-controller configuration;
+    // apply reads its rules from --rules only.
+    const ControllerWorkload* by = ServedBy(context, c.provisioner);
+    todo += " --rules FILE (FILE: the FlexVolume rules" +
+            (by == nullptr ? std::string()
+                           : ", as in drivers[].rule of ConfigMap " + by->namespace_ + "/" +
+                                 by->config_map + " key " + by->config_key) +
+            ")";
+  }
+  todo += " (twin: provisioner " + c.csi_driver + ")";
   if (c.kind == "flexvolume") {
     todo += "; hand provisioning over: stop flexcsi-controller, start " + c.csi_driver +
             "'s external-provisioner";
   }
   return todo;
+}
+
+std::string ClassTies(const StorageClassPlan& c, const LeftoverContext& context) {
+  std::string what = "provisioner " + c.provisioner;
+  if (c.kind != "flexvolume") {
+    what += " (in-tree)";
+  } else if (const ControllerWorkload* by = ServedBy(context, c.provisioner)) {
+    what += " (FlexVolume PVs from flexcsi-controller: " + by->kind + " " + by->namespace_ + "/" +
+            by->name + " serves it)";
+  } else {
+    what += " (FlexVolume PVs from flexcsi-controller)";
+  }
+  return what + (c.is_default ? ", the default class" : "");
+}
+
+bool IsMoved(const json& sc) {
+  return !Str(sc, json::json_pointer("/metadata/annotations/flexcsi.io~1migrated-from-provisioner"))
+              .empty();
+}
+
+bool IsDefault(const json& sc) {
+  for (const char* key :
+       {"/metadata/annotations/storageclass.kubernetes.io~1is-default-class",
+        "/metadata/annotations/storageclass.beta.kubernetes.io~1is-default-class"}) {
+    if (Str(sc, json::json_pointer(key)) == "true") return true;
+  }
+  return false;
+}
+
+// Classes whose provisioner could be flexcsi-controller's, when neither --rules nor a
+// flexcsi-controller configuration in the cluster says whether it is (leftovers.h).
+std::vector<Leftover> UncheckedClasses(const ClusterObjects& objects,
+                                       const std::vector<StorageClassPlan>& planned,
+                                       const LeftoverContext& context) {
+  std::vector<Leftover> out;
+  if (context.rules_given || context.served.read_any) return out;
+  std::set<std::string> listed;
+  for (const auto& c : planned) listed.insert(c.name);
+  for (const auto& sc : objects.storageclasses) {
+    const std::string provisioner = sc.value("provisioner", "");
+    if (listed.count(NameOf(sc)) || IsMoved(sc) || provisioner.empty() ||
+        provisioner.rfind("kubernetes.io/", 0) == 0) {
+      continue;
+    }
+    std::string unread;
+    for (const auto& c : context.served.controllers) {
+      if (!c.config_error.empty()) {
+        unread = "; the configuration of flexcsi-controller " + c.kind + " " + c.namespace_ + "/" +
+                 c.name + " could not be read: " + c.config_error;
+        break;
+      }
+    }
+    Leftover l{"StorageClass", "", NameOf(sc),
+               "provisioner " + provisioner + (IsDefault(sc) ? ", the default class" : "") +
+                   ": not checked: without --rules, and with no flexcsi-controller "
+                   "configuration readable in the cluster, a class flexcsi-controller serves "
+                   "(FlexVolume PVs) cannot be told from a CSI class" +
+                   unread,
+               "run plan --leftovers again with --rules FILE (the FlexVolume rules "
+               "flexcsi-controller uses): that settles it"};
+    l.checked = false;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
 }
 
 // Every container and init container of a pod spec whose command or args mention
@@ -74,23 +166,61 @@ bool FlexOrInTreeVolumeName(const std::string& name,
 
 }  // namespace
 
+std::vector<StorageClassPlan> PlanLeftoverStorageClasses(const ClusterObjects& objects,
+                                                         const translator::Translator& translator,
+                                                         const LeftoverContext& context) {
+  if (context.rules_given || context.served.rules.empty()) {
+    return PlanStorageClasses(objects, translator, context.served.flex_driver_of);
+  }
+  // Validated one by one when read (served_provisioners.cc); together they parse too.
+  auto rules = translator::ParseFlexVolumeRules(json(context.served.rules));
+  if (!rules.ok()) return PlanStorageClasses(objects, translator, context.served.flex_driver_of);
+  return PlanStorageClasses(objects, translator::Translator(std::move(*rules)),
+                            context.served.flex_driver_of);
+}
+
 std::vector<Leftover> FindLeftovers(const ClusterObjects& objects, const Plan& plan,
-                                    const translator::Translator& translator) {
+                                    const translator::Translator& translator,
+                                    const LeftoverContext& context) {
   std::vector<Leftover> out;
   std::set<std::string> pvs;
+  std::map<std::string, const json*> pv_of;
+  for (const auto& pv : objects.pvs) pv_of[NameOf(pv)] = &pv;
+  std::set<std::string> moved_classes;
+  for (const auto& sc : objects.storageclasses) {
+    if (IsMoved(sc)) moved_classes.insert(NameOf(sc));
+  }
   for (const auto& v : plan.volumes) {
     pvs.insert(v.pv_name);
     std::string what = v.source + (v.plugin.empty() ? "" : " (" + v.plugin + ")");
     if (!v.claim_name.empty()) what += ", claimed by " + v.ClaimKey();
+    // A claim provisioned while flexcsi-controller still served a moved class's name (both
+    // running, or between the hand-over steps) got a FlexVolume PV all the same.
+    auto pv = pv_of.find(v.pv_name);
+    const std::string class_name =
+        pv == pv_of.end() ? "" : Str(*pv->second, "/spec/storageClassName"_json_pointer);
+    if (v.source == "flexVolume" && moved_classes.count(class_name)) {
+      what += ", provisioned by flexcsi-controller from StorageClass " + class_name +
+              " after the class moved";
+    }
     out.push_back({"PersistentVolume", "", v.pv_name, what, VolumeTodo(v)});
   }
-  for (const auto& c : plan.storage_classes) {
-    out.push_back({"StorageClass", "", c.name,
-                   "provisioner " + c.provisioner +
-                       (c.kind == "flexvolume" ? " (FlexVolume PVs from flexcsi-controller)"
-                                               : " (in-tree)") +
-                       (c.is_default ? ", the default class" : ""),
-                   ClassTodo(c)});
+  const auto classes = PlanLeftoverStorageClasses(objects, translator, context);
+  for (const auto& c : classes) {
+    out.push_back({"StorageClass", "", c.name, ClassTies(c, context), ClassTodo(c, context)});
+  }
+  for (auto& l : UncheckedClasses(objects, classes, context)) out.push_back(std::move(l));
+  for (const auto& c : context.served.controllers) {
+    if (c.replicas <= 0) continue;  // stopped: it provisions nothing
+    out.push_back(
+        {c.kind, c.namespace_, c.name,
+         "runs flexcsi-controller (" +
+             (c.provisioners.empty() ? "configuration not read: " + c.config_error
+                                     : "provisioner " + JoinWords(c.provisioners)) +
+             "), " + std::to_string(c.replicas) + " pod" + (c.replicas == 1 ? "" : "s"),
+         "while it runs, claims it provisions get FlexVolume PVs, also from moved classes: once "
+         "its classes are moved, stop it (scale to 0) and start the CSI driver's "
+         "external-provisioner (hand provisioning over), then move the PVs it made meanwhile"});
   }
   for (const auto& w : plan.inline_volumes) {
     out.push_back({w.kind, w.namespace_, w.name, "inline " + w.source + " volume " + w.volume,
@@ -168,16 +298,20 @@ std::vector<Leftover> FindLeftovers(const ClusterObjects& objects, const Plan& p
 json LeftoversToJson(const std::vector<Leftover>& leftovers) {
   json items = json::array();
   std::map<std::string, size_t> by_kind;
+  size_t unchecked = 0;
   for (const auto& l : leftovers) {
     json item = {{"kind", l.kind}, {"name", l.name}, {"what", l.what}, {"todo", l.todo}};
     if (!l.namespace_.empty()) item["namespace"] = l.namespace_;
+    if (!l.checked) item["checked"] = false;
     items.push_back(std::move(item));
     ++by_kind[l.kind];
+    if (!l.checked) ++unchecked;
   }
   return {{"apiVersion", "flexcsi.io/v1alpha1"},
           {"kind", "MigrationLeftovers"},
           {"items", items},
-          {"summary", {{"leftovers", leftovers.size()}, {"byKind", by_kind}}}};
+          {"summary",
+           {{"leftovers", leftovers.size()}, {"notChecked", unchecked}, {"byKind", by_kind}}}};
 }
 
 void PrintLeftoversTable(const std::vector<Leftover>& leftovers, std::ostream& out) {
@@ -191,8 +325,14 @@ void PrintLeftoversTable(const std::vector<Leftover>& leftovers, std::ostream& o
                     l.todo});
   }
   PrintTable({"KIND", "NAME", "TIES", "TO DO"}, rows, out);
-  out << "\n" << leftovers.size() << " leftover" << (leftovers.size() == 1 ? "" : "s")
-      << ": not yet time for flexcsi uninstall-driver.\n";
+  size_t unchecked = 0;
+  for (const auto& l : leftovers) unchecked += l.checked ? 0 : 1;
+  out << "\n" << leftovers.size() << " leftover" << (leftovers.size() == 1 ? "" : "s");
+  if (unchecked > 0) {
+    out << ", of which " << unchecked << " StorageClass" << (unchecked == 1 ? "" : "es")
+        << " not checked (--rules FILE settles " << (unchecked == 1 ? "it" : "them") << ")";
+  }
+  out << ": not yet time for flexcsi uninstall-driver.\n";
 }
 
 }  // namespace flexcsi::migrate

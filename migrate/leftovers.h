@@ -17,9 +17,28 @@
 //   DaemonSet          a container runs `flexcsi install-driver` (the flexcsi-node DaemonSet's
 //                      step that installs the FlexVolume executable), with the nodes its pods
 //                      run on.
+//   <workload>/Pod     runs flexcsi-controller with pods asked for (served_provisioners.h):
+//                      while it runs it may provision FlexVolume PVs, also for a class that
+//                      has moved already
 // Nothing in the API marks a node where the executable was installed by hand or by the Debian
 // package (the bridge registers the CSI driver exactly as kubelet's CSI plugin does, and that
 // registration stays after the move): such nodes are not seen; docs/migration.md says so.
+//
+// Which StorageClasses flexcsi-controller serves. Its classes name a CSI driver (or a
+// `provisioner:` of its own) like any CSI class; what tells them apart, in this order:
+//   --rules             a provisioner equal to a rule's csiDriver (storage_class_plan.h), or
+//   the cluster         FlexVolume PVs provisioned-by the class's provisioner, and the
+//                       configuration of the flexcsi-controllers deployed in the cluster
+//                       (served_provisioners.h; used for the rules too when --rules is not
+//                       given).
+// When neither --rules nor any flexcsi-controller configuration in the cluster settles it, every
+// class whose provisioner could be flexcsi-controller's (not kubernetes.io/, not moved) is listed
+// as not checked: the check never says "nothing is left" about what it could not see. --rules
+// settles them.
+//
+// A FlexVolume PV whose class has moved (its claim was provisioned while flexcsi-controller
+// still served the class's name: both running, or between the hand-over steps) is a
+// PersistentVolume like any other, and says so.
 #pragma once
 
 #include <ostream>
@@ -30,6 +49,7 @@
 
 #include "migrate/cluster_objects.h"
 #include "migrate/planner.h"
+#include "migrate/served_provisioners.h"
 #include "translator/translator.h"
 
 namespace flexcsi::migrate {
@@ -40,11 +60,27 @@ struct Leftover {
   std::string name;
   std::string what;  // what ties it to FlexVolume / in-tree
   std::string todo;  // what to do
+  bool checked = true;  // false: could not be told from a CSI object without --rules
 };
 
-// `plan` is BuildPlan over `objects` (which must include ListLeftoverObjects' lists).
+// What the check knows besides the listed objects.
+struct LeftoverContext {
+  bool rules_given = false;   // --rules: the rules settle which classes flexcsi-controller serves
+  ServedProvisioners served;  // the flexcsi-controllers the cluster runs (ReadServedProvisioners)
+};
+
+// `plan` is BuildPlan over `objects` (which must include ListLeftoverObjects' lists); the
+// StorageClasses are planned here, with the context (PlanLeftoverStorageClasses), not taken from
+// the plan.
 std::vector<Leftover> FindLeftovers(const ClusterObjects& objects, const Plan& plan,
-                                    const translator::Translator& translator);
+                                    const translator::Translator& translator,
+                                    const LeftoverContext& context);
+
+// PlanStorageClasses with the provisioner names the cluster's flexcsi-controllers serve, and,
+// when --rules is not given, their rules.
+std::vector<StorageClassPlan> PlanLeftoverStorageClasses(const ClusterObjects& objects,
+                                                         const translator::Translator& translator,
+                                                         const LeftoverContext& context);
 
 nlohmann::json LeftoversToJson(const std::vector<Leftover>& leftovers);
 void PrintLeftoversTable(const std::vector<Leftover>& leftovers, std::ostream& out);

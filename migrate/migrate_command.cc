@@ -115,7 +115,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool leftovers = false;
   app.add_flag("--leftovers", leftovers,
                "list what still ties the cluster to FlexVolume or in-tree plugins, with what to "
-               "do; exit 3 while anything is left (the check before uninstall-driver)");
+               "do; exit 3 while anything is left or could not be checked (without --rules: "
+               "StorageClasses no flexcsi-controller configuration in the cluster accounts for)");
   if (int rc = ParseSubcommandArgs(app, args, out, err); rc >= 0) return rc;
 
   auto translator = MakeTranslator(f.rules);
@@ -129,7 +130,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     // Nodes are cluster-wide: a namespace-limited check leaves them out.
     if (Status s = ListLeftoverObjects(**client, &*objects); !s.ok()) return Error(err, "plan", s);
     if (!f.kube.namespace_.empty()) objects->nodes.clear();
-    const auto found = FindLeftovers(*objects, plan, *translator);
+    // Without --rules, which classes flexcsi-controller serves can only come from the cluster.
+    LeftoverContext context;
+    context.rules_given = !f.rules.empty();
+    context.served = ReadServedProvisioners(**client, *objects);
+    const auto found = FindLeftovers(*objects, plan, *translator, context);
     if (f.output == "json") {
       out << LeftoversToJson(found).dump(2) << "\n";
     } else if (f.output == "yaml") {
@@ -310,6 +315,19 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
                                 class_selection->flex_provisioners, dry_run);
   for (const auto& c : class_names) {
     results.push_back(rollback ? class_mover.Rollback(c) : class_mover.Apply(c));
+    if (!rollback || results.back().outcome != Outcome::kRolledBack) continue;
+    // What rollback does not take back, said where the operator is looking.
+    auto meanwhile = CsiPvsProvisionedMeanwhile(**client, *journal, c);
+    if (!meanwhile.ok() || meanwhile->empty()) continue;
+    std::string names;
+    for (const auto& pv : *meanwhile) names += (names.empty() ? "" : ", ") + pv;
+    err << "flexcsi migrate rollback: note: " << meanwhile->size() << " CSI PV"
+        << (meanwhile->size() == 1 ? " of StorageClass " + c + " was"
+                                   : "s of StorageClass " + c + " were")
+        << " provisioned by external-provisioner, not moved by apply (" << names
+        << "): rollback leaves them CSI, and once external-provisioner is stopped nobody deletes "
+           "their volumes (flexcsi-controller deletes FlexVolume PVs only); see "
+           "docs/migration.md, \"Going back\"\n";
   }
   PrintRequestStats((*client)->Stats(), std::chrono::steady_clock::now() - started, err);
   if (f.output == "json") {

@@ -1,5 +1,7 @@
 #include "migrate/storage_class_mover.h"
 
+#include <set>
+
 #include "migrate/cluster_objects.h"
 #include "migrate/storage_class_plan.h"
 
@@ -187,6 +189,31 @@ MoveResult StorageClassMover::Swap(StorageClassRecord record, bool rollback) {
   if (Status s = journal_->PutStorageClass(record); !s.ok()) return fail(record.step, s.message());
   return Result(name, rollback ? Outcome::kRolledBack : Outcome::kMoved, record.step,
                 rollback ? "restored: " + Describe(to) : "now " + Describe(to), driver);
+}
+
+StatusOr<std::vector<std::string>> CsiPvsProvisionedMeanwhile(kube::KubeClient& client,
+                                                              MigrationJournal& journal,
+                                                              const std::string& class_name) {
+  std::vector<std::string> out;
+  auto record = journal.GetStorageClass(class_name);
+  if (!record.ok()) return record.status();
+  if (!record->has_value() || (*record)->state != RecordState::kRolledBack) return out;
+  const std::string original = (*record)->original.value("provisioner", "");
+  const std::string driver = (*record)->twin.value("provisioner", "");
+  if (original.rfind("kubernetes.io/", 0) == 0 || driver.empty()) return out;
+  auto rows = journal.List();
+  if (!rows.ok()) return rows.status();
+  std::set<std::string> journaled;
+  for (const auto& r : *rows) journaled.insert(r.pv_name);
+  auto pvs = client.List(kube::ResourcePath::Core("persistentvolumes"));
+  if (!pvs.ok()) return pvs.status().WithContext("list persistentvolumes");
+  for (const auto& pv : (*pvs)["items"]) {
+    if (Str(pv, "/spec/storageClassName"_json_pointer) == class_name &&
+        Str(pv, "/spec/csi/driver"_json_pointer) == driver && !journaled.count(NameOf(pv))) {
+      out.push_back(NameOf(pv));
+    }
+  }
+  return out;
 }
 
 }  // namespace flexcsi::migrate

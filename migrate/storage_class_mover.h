@@ -21,6 +21,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kube/kube_client.h"
 #include "migrate/journal.h"
@@ -54,5 +55,15 @@ class StorageClassMover {
   std::map<std::string, std::string> flex_provisioners_;
   bool dry_run_;
 };
+
+// After the rollback of a class flexcsi-controller served: the PVs of the class with the twin's
+// CSI driver that are not in the journal, i.e. those external-provisioner provisioned while the
+// twin was in place. Rollback leaves them CSI, and once external-provisioner is stopped nobody
+// deletes their volumes (flexcsi-controller's deleter takes FlexVolume PVs only): the operator
+// decides (docs/migration.md, "Going back"). Empty for an in-tree class (its CSI driver's own
+// external-provisioner keeps serving its PVs) and for a class not rolled back.
+StatusOr<std::vector<std::string>> CsiPvsProvisionedMeanwhile(kube::KubeClient& client,
+                                                              MigrationJournal& journal,
+                                                              const std::string& class_name);
 
 }  // namespace flexcsi::migrate

@@ -129,8 +129,10 @@ std::optional<StorageClassPlan> PlanStorageClass(
 }
 
 std::vector<StorageClassPlan> PlanStorageClasses(const ClusterObjects& objects,
-                                                 const translator::Translator& translator) {
-  const auto flex_provisioners = FlexVolumeProvisioners(objects.pvs);
+                                                 const translator::Translator& translator,
+                                                 const std::map<std::string, std::string>& served) {
+  auto flex_provisioners = FlexVolumeProvisioners(objects.pvs);
+  for (const auto& [provisioner, flex] : served) flex_provisioners.emplace(provisioner, flex);
   std::vector<StorageClassPlan> out;
   for (const auto& sc : objects.storageclasses) {
     if (auto plan = PlanStorageClass(sc, translator, flex_provisioners)) {

@@ -8,17 +8,19 @@
 //               translator's StorageClass translation (parameters and allowedTopologies, as
 //               csi-translation-lib does it) with the plugin's CSI driver as provisioner. Other
 //               kubernetes.io/ provisioners have no CSI translation and are refused.
-//   flexvolume  served by flexcsi-controller, which provisions FlexVolume PVs for it. migrate
-//               cannot see the controller's configuration, so it knows these classes from the
-//               FlexVolume rules (--rules): a provisioner equal to a rule's csiDriver (the
+//   flexvolume  served by flexcsi-controller, which provisions FlexVolume PVs for it. The
+//               class names a CSI driver like any CSI class, so these classes are known from
+//               the FlexVolume rules (--rules): a provisioner equal to a rule's csiDriver (the
 //               controller's default provisioner name), or named by the
 //               pv.kubernetes.io/provisioned-by annotation of FlexVolume PVs of a rule's
-//               flexDriver (a `provisioner:` other than the driver name). The twin names the
-//               rule's CSI driver and keeps the parameters: flexcsi-controller reads them exactly
-//               as external-provisioner does (docs/controller.md), with one difference made
-//               explicit: the rule's defaultFsType becomes csi.storage.k8s.io/fstype when the
-//               class names no fstype (external-provisioner would leave it to the driver).
-//               Topology keys are the CSI driver's already and stay.
+//               flexDriver (a `provisioner:` other than the driver name), or, for `plan
+//               --leftovers` only, by a flexcsi-controller configuration the cluster holds
+//               (served_provisioners.h). The twin names the rule's CSI driver and keeps the
+//               parameters: flexcsi-controller reads them exactly as external-provisioner does
+//               (docs/controller.md), with one difference made explicit: the rule's
+//               defaultFsType becomes csi.storage.k8s.io/fstype when the class names no fstype
+//               (external-provisioner would leave it to the driver). Topology keys are the CSI
+//               driver's already and stay.
 // Every twin carries the annotation flexcsi.io/migrated-from-provisioner (the original
 // provisioner): a flexvolume class keeps its provisioner name, so only this marks it as moved.
 // Everything else (labels, annotations such as the default-class ones, reclaimPolicy,
@@ -60,8 +62,11 @@ std::optional<StorageClassPlan> PlanStorageClass(
     const nlohmann::json& sc, const translator::Translator& translator,
     const std::map<std::string, std::string>& flex_provisioners);
 
-// Every class that needs to move, sorted by name.
-std::vector<StorageClassPlan> PlanStorageClasses(const ClusterObjects& objects,
-                                                 const translator::Translator& translator);
+// Every class that needs to move, sorted by name. `served`: more provisioner names known to be
+// flexcsi-controller's -> their flexDriver (the cluster's flexcsi-controller configurations,
+// served_provisioners.h), besides those the FlexVolume PVs show.
+std::vector<StorageClassPlan> PlanStorageClasses(
+    const ClusterObjects& objects, const translator::Translator& translator,
+    const std::map<std::string, std::string>& served = {});
 
 }  // namespace flexcsi::migrate

@@ -176,7 +176,9 @@ TEST(LeftoversTest, ListsEveryKindWithWhatToDoAndNothingOnceClean) {
                       {"args", {"install-driver", "--driver", "acme/lvm"}}}}}}}}}}}};
   objects.daemonsets.push_back(ds);
   const Plan plan = BuildPlan(objects, translator, {});
-  const auto found = FindLeftovers(objects, plan, translator);
+  LeftoverContext with_rules;
+  with_rules.rules_given = true;
+  const auto found = FindLeftovers(objects, plan, translator, with_rules);
   std::map<std::string, std::string> todo;
   for (const auto& l : found) todo[l.kind + "/" + l.name] = l.todo;
   EXPECT_EQ(todo.size(), 6u) << LeftoversToJson(found).dump(2);
@@ -193,7 +195,8 @@ TEST(LeftoversTest, ListsEveryKindWithWhatToDoAndNothingOnceClean) {
   clean.storageclasses.push_back(PlanStorageClass(objects.storageclasses[0], translator, {})->twin);
   clean.nodes.push_back({{"metadata", {{"name", "n1"}}},
                          {"status", {{"volumesInUse", {"kubernetes.io/csi/x^y"}}}}});
-  EXPECT_TRUE(FindLeftovers(clean, BuildPlan(clean, translator, {}), translator).empty());
+  EXPECT_TRUE(
+      FindLeftovers(clean, BuildPlan(clean, translator, {}), translator, with_rules).empty());
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ csi-loopback registered with kubelet by csi-node-driver-registrar, attached by c
    the real csi-provisioner started), both classes are replaced by their CSI twins, killed with
    -9 between the first class's delete and create: a claim created then stays Pending, and after
    the resume gets exactly one CSI PV, as does a new claim; data intact; `--leftovers` exits 0;
-   `rollback --all` restores the PV and both classes field for field
+   `rollback --all` restores the PV and both classes field for field, and names the two CSI PVs
+   csi-provisioner made meanwhile, which stay CSI
 1. a Deployment writing through a FlexVolume PV moves to CSI with `--scale-down`, killed with
    -9 after a step on the way and resumed; its pod comes back on the CSI PV through kubelet's
    CSI plugin with the data's checksum unchanged
@@ -312,6 +313,17 @@ class MigrateSuite(unittest.TestCase):
         self.assertEqual(rolled.returncode, 0, rolled.stdout + rolled.stderr)
         for sc_name, original in originals.items():
             self.assertEqual(class_fields(get("storageclass", sc_name)), original, sc_name)
+        # Going back (docs/migration.md): the claims csi-provisioner provisioned from the twin
+        # keep their CSI PVs, and rollback names them (none of the in-tree class: its CSI
+        # driver's own provisioner keeps serving them).
+        meanwhile = [pvs_of_claim(ns, n)[0] for n in ("during", "after")]
+        for pv in meanwhile:
+            self.assertEqual(pv["spec"]["csi"]["driver"], DRIVER, pv["metadata"]["name"])
+            self.assertIn(pv["metadata"]["name"], rolled.stderr)
+        self.assertIn("note: 2 CSI PVs of StorageClass %s were provisioned by external-provisioner"
+                      % flex_class, rolled.stderr)
+        self.assertNotIn("StorageClass %s was" % ebs_class, rolled.stderr)
+        self.assertNotIn("StorageClass %s were" % ebs_class, rolled.stderr)
         self.assertIn("flexVolume", get("pv", pv_name)["spec"])
         back = wait_for("the Deployment's pod on FlexVolume again",
                         lambda: running_pod(ns, "app=" + name), 180)

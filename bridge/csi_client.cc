@@ -63,8 +63,17 @@ CsiClient::CsiClient(std::string endpoint, Metrics* metrics,
       controller_(csi::v1::Controller::NewStub(channel_)),
       node_(csi::v1::Node::NewStub(channel_)) {}
 
+void CsiClient::SetWriteFence(std::function<Status()> fence) { write_fence_ = std::move(fence); }
+
+void CsiClient::CancelFencedCalls() {
+  std::lock_guard<std::mutex> lock(fenced_mu_);
+  for (grpc::ClientContext* call : fenced_calls_) call->TryCancel();
+}
+
 Status CsiClient::Invoke(const char* method, const Deadline& deadline,
-                         const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
+                         const std::function<grpc::Status(grpc::ClientContext*)>& rpc,
+                         Effect effect) {
+  const bool fenced = effect == Effect::kChangesStorage && write_fence_;
   const auto started = Deadline::Clock::now();
   const auto unavailable_until = started + unavailable_budget_;
   std::chrono::milliseconds backoff(100);
@@ -74,8 +83,19 @@ Status CsiClient::Invoke(const char* method, const Deadline& deadline,
     }
     grpc::ClientContext context;
     context.set_deadline(deadline.ForGrpc());
+    if (fenced) {
+      // Checked and registered under one lock, so that CancelFencedCalls, which a closed
+      // fence's owner calls after closing it, misses no attempt that passed the check.
+      std::lock_guard<std::mutex> lock(fenced_mu_);
+      if (Status closed = write_fence_(); !closed.ok()) return closed.WithContext(method);
+      fenced_calls_.insert(&context);
+    }
     const auto attempt_started = Deadline::Clock::now();
     grpc::Status result = rpc(&context);
+    if (fenced) {
+      std::lock_guard<std::mutex> lock(fenced_mu_);
+      fenced_calls_.erase(&context);
+    }
     const double seconds =
         std::chrono::duration<double>(Deadline::Clock::now() - attempt_started).count();
     Status status = FromGrpc(method, result);
@@ -211,26 +231,29 @@ StatusOr<csi::v1::NodeExpandVolumeResponse> CsiClient::NodeExpandVolume(
 StatusOr<csi::v1::CreateVolumeResponse> CsiClient::CreateVolume(
     const csi::v1::CreateVolumeRequest& req, const Deadline& deadline) {
   csi::v1::CreateVolumeResponse resp;
-  Status s = Invoke("CreateVolume", deadline, [&](grpc::ClientContext* c) {
-    return controller_->CreateVolume(c, req, &resp);
-  });
+  Status s = Invoke(
+      "CreateVolume", deadline,
+      [&](grpc::ClientContext* c) { return controller_->CreateVolume(c, req, &resp); },
+      Effect::kChangesStorage);
   if (!s.ok()) return s;
   return resp;
 }
 
 Status CsiClient::DeleteVolume(const csi::v1::DeleteVolumeRequest& req, const Deadline& deadline) {
   csi::v1::DeleteVolumeResponse resp;
-  return Invoke("DeleteVolume", deadline, [&](grpc::ClientContext* c) {
-    return controller_->DeleteVolume(c, req, &resp);
-  });
+  return Invoke(
+      "DeleteVolume", deadline,
+      [&](grpc::ClientContext* c) { return controller_->DeleteVolume(c, req, &resp); },
+      Effect::kChangesStorage);
 }
 
 StatusOr<csi::v1::ControllerPublishVolumeResponse> CsiClient::ControllerPublishVolume(
     const csi::v1::ControllerPublishVolumeRequest& req, const Deadline& deadline) {
   csi::v1::ControllerPublishVolumeResponse resp;
-  Status s = Invoke("ControllerPublishVolume", deadline, [&](grpc::ClientContext* c) {
-    return controller_->ControllerPublishVolume(c, req, &resp);
-  });
+  Status s = Invoke(
+      "ControllerPublishVolume", deadline,
+      [&](grpc::ClientContext* c) { return controller_->ControllerPublishVolume(c, req, &resp); },
+      Effect::kChangesStorage);
   if (!s.ok()) return s;
   return resp;
 }
@@ -238,9 +261,10 @@ StatusOr<csi::v1::ControllerPublishVolumeResponse> CsiClient::ControllerPublishV
 Status CsiClient::ControllerUnpublishVolume(const csi::v1::ControllerUnpublishVolumeRequest& req,
                                             const Deadline& deadline) {
   csi::v1::ControllerUnpublishVolumeResponse resp;
-  return Invoke("ControllerUnpublishVolume", deadline, [&](grpc::ClientContext* c) {
-    return controller_->ControllerUnpublishVolume(c, req, &resp);
-  });
+  return Invoke(
+      "ControllerUnpublishVolume", deadline,
+      [&](grpc::ClientContext* c) { return controller_->ControllerUnpublishVolume(c, req, &resp); },
+      Effect::kChangesStorage);
 }
 
 StatusOr<csi::v1::ControllerGetVolumeResponse> CsiClient::ControllerGetVolume(
@@ -266,9 +290,10 @@ StatusOr<csi::v1::ListVolumesResponse> CsiClient::ListVolumes(
 StatusOr<csi::v1::ControllerExpandVolumeResponse> CsiClient::ControllerExpandVolume(
     const csi::v1::ControllerExpandVolumeRequest& req, const Deadline& deadline) {
   csi::v1::ControllerExpandVolumeResponse resp;
-  Status s = Invoke("ControllerExpandVolume", deadline, [&](grpc::ClientContext* c) {
-    return controller_->ControllerExpandVolume(c, req, &resp);
-  });
+  Status s = Invoke(
+      "ControllerExpandVolume", deadline,
+      [&](grpc::ClientContext* c) { return controller_->ControllerExpandVolume(c, req, &resp); },
+      Effect::kChangesStorage);
   if (!s.ok()) return s;
   return resp;
 }
@@ -276,9 +301,10 @@ StatusOr<csi::v1::ControllerExpandVolumeResponse> CsiClient::ControllerExpandVol
 StatusOr<csi::v1::CreateSnapshotResponse> CsiClient::CreateSnapshot(
     const csi::v1::CreateSnapshotRequest& req, const Deadline& deadline) {
   csi::v1::CreateSnapshotResponse resp;
-  Status s = Invoke("CreateSnapshot", deadline, [&](grpc::ClientContext* c) {
-    return controller_->CreateSnapshot(c, req, &resp);
-  });
+  Status s = Invoke(
+      "CreateSnapshot", deadline,
+      [&](grpc::ClientContext* c) { return controller_->CreateSnapshot(c, req, &resp); },
+      Effect::kChangesStorage);
   if (!s.ok()) return s;
   return resp;
 }
@@ -286,9 +312,10 @@ StatusOr<csi::v1::CreateSnapshotResponse> CsiClient::CreateSnapshot(
 Status CsiClient::DeleteSnapshot(const csi::v1::DeleteSnapshotRequest& req,
                                  const Deadline& deadline) {
   csi::v1::DeleteSnapshotResponse resp;
-  return Invoke("DeleteSnapshot", deadline, [&](grpc::ClientContext* c) {
-    return controller_->DeleteSnapshot(c, req, &resp);
-  });
+  return Invoke(
+      "DeleteSnapshot", deadline,
+      [&](grpc::ClientContext* c) { return controller_->DeleteSnapshot(c, req, &resp); },
+      Effect::kChangesStorage);
 }
 
 StatusOr<csi::v1::ListSnapshotsResponse> CsiClient::ListSnapshots(

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -39,6 +40,17 @@ class CsiClient {
             std::chrono::milliseconds unavailable_budget = std::chrono::seconds(10));
 
   const std::string& endpoint() const { return endpoint_; }
+
+  // A check that every attempt of a call that changes storage (CreateVolume, DeleteVolume,
+  // ControllerPublishVolume, ControllerUnpublishVolume, ControllerExpandVolume, CreateSnapshot,
+  // DeleteSnapshot) passes before it is sent: when it answers an error, nothing is sent and
+  // that error is returned. flexcsi-controller fences these calls with its leader lock
+  // (LeaderElector::CheckHeld). REQUIRES: set before the client is shared between threads.
+  void SetWriteFence(std::function<Status()> fence);
+  // Cancels the fenced calls now running: they return CANCELLED. For an instance that lost its
+  // lock: a successor repeats the same calls by name, and a call cancelled before the driver
+  // began it is then made once, not twice.
+  void CancelFencedCalls();
 
   StatusOr<csi::v1::GetPluginInfoResponse> GetPluginInfo(const Deadline& deadline);
   StatusOr<csi::v1::GetPluginCapabilitiesResponse> GetPluginCapabilities(const Deadline& deadline);
@@ -80,9 +92,12 @@ class CsiClient {
                                                          const Deadline& deadline);
 
  private:
-  // Runs one unary RPC with the retry policy above and records its latency.
+  enum class Effect { kReadsOnly, kChangesStorage };
+  // Runs one unary RPC with the retry policy above and records its latency. kChangesStorage
+  // calls pass the write fence first (every attempt) and can be cancelled by CancelFencedCalls.
   Status Invoke(const char* method, const Deadline& deadline,
-                const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
+                const std::function<grpc::Status(grpc::ClientContext*)>& rpc,
+                Effect effect = Effect::kReadsOnly);
 
   std::string endpoint_;
   Metrics* metrics_;
@@ -91,6 +106,9 @@ class CsiClient {
   std::unique_ptr<csi::v1::Identity::Stub> identity_;
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::function<Status()> write_fence_;  // empty: no fence
+  std::mutex fenced_mu_;
+  std::set<grpc::ClientContext*> fenced_calls_;  // running kChangesStorage attempts; fenced_mu_
 };
 
 }  // namespace flexcsi

@@ -19,19 +19,21 @@ void Controller::Enqueue(const std::string& kind, const nlohmann::json& object) 
   queue_.Add(KeyOf(kind, object), RelevantRevision(kind, object));
 }
 
-Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client)
+Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client,
+                       kube::KubeClient* election_client)
     : options_(std::move(options)),
       provisioner_(ctx_),
       deleter_(ctx_),
       resizer_(ctx_),
       snapshotter_(ctx_),
-      queue_(options_.retry_interval_start, options_.retry_interval_max) {
+      queue_(options_.retry_interval_start, options_.retry_interval_max),
+      election_client_(election_client) {
   ctx_.client = client;
   ctx_.bridge = std::move(bridge);
   ctx_.metrics = &metrics_;
   ctx_.timeout = options_.timeout;
   ctx_.node_deployment = options_.node_deployment;
-  ctx_.stopping = &stop_threads_;
+  ctx_.stopping = &stopping_operations_;
   for (const auto& d : ctx_.bridge.drivers) {
     ctx_.csi[d.flex_driver] = std::make_unique<CsiClient>(d.csi_endpoint, &metrics_);
   }
@@ -70,10 +72,18 @@ Status Controller::Start() {
   if (!cluster.ok()) return cluster.status();
   ctx_.cluster = *cluster;
   spdlog::info("{}", ctx_.cluster.Summary());
-  if (options_.leader_election &&
-      options_.election.lock == LeaderElectionConfig::Lock::kAuto) {
-    options_.election.lock = ctx_.cluster.leases ? LeaderElectionConfig::Lock::kLease
-                                                 : LeaderElectionConfig::Lock::kConfigMap;
+  if (options_.leader_election) {
+    if (election_client_ == nullptr) return Internal("leader election without its own client");
+    if (options_.election.lock == LeaderElectionConfig::Lock::kAuto) {
+      options_.election.lock = ctx_.cluster.leases ? LeaderElectionConfig::Lock::kLease
+                                                   : LeaderElectionConfig::Lock::kConfigMap;
+    }
+    elector_ = std::make_unique<LeaderElector>(election_client_, options_.election);
+    // Whatever acts for the leader passes the lock's fence: claims' PVs and annotations,
+    // deletions, snapshots, resizes, events, and the driver's calls that change storage.
+    auto fence = [elector = elector_.get()] { return elector->CheckHeld(); };
+    ctx_.client->SetWriteFence(fence);
+    for (auto& [driver, csi] : ctx_.csi) csi->SetWriteFence(fence);
   }
 
   if (ctx_.node_deployment) {
@@ -203,13 +213,17 @@ Status Controller::Process(const std::string& key) {
 
 void Controller::Worker() {
   while (auto key = queue_.Get()) {
-    if (!leading_) {
-      // Not the leader (any more): keep the key for later instead of acting on it.
+    // Not acting (not the leader, stepping down, or a lease that may have run out while the
+    // renewal loop has not noticed yet): keep the key for later.
+    const bool acting = operations_.Enter();
+    if (!acting || (elector_ && !elector_->IsLeader())) {
+      if (acting) operations_.Exit();
       queue_.Done(*key, WorkQueue::Outcome::kDeferred);
       queue_.AddAfter(*key, std::chrono::milliseconds(500));
       continue;
     }
     Status s = Process(*key);
+    operations_.Exit();
     if (s.ok()) {
       queue_.Done(*key, WorkQueue::Outcome::kSucceeded);
       continue;
@@ -219,39 +233,56 @@ void Controller::Worker() {
   }
 }
 
+void Controller::ResyncUntil(const std::atomic<bool>& until) {
+  // Wait for the caches, then look at everything once, the journal first.
+  while (!until && !Healthy()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ResyncAll();
+  auto next = std::chrono::steady_clock::now() + options_.resync;
+  while (!until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (std::chrono::steady_clock::now() >= next) {
+      ResyncAll();
+      next = std::chrono::steady_clock::now() + options_.resync;
+    }
+  }
+}
+
+void Controller::StopOperations() {
+  stopping_operations_ = true;
+  if (elector_ && !elector_->IsLeader()) {
+    for (auto& [driver, csi] : ctx_.csi) csi->CancelFencedCalls();
+  }
+  if (const int running = operations_.Running(); running > 0) {
+    spdlog::info("waiting for {} operation(s) in progress to end", running);
+  }
+  operations_.CloseAndDrain();
+  spdlog::info("no operation in progress");
+}
+
 Status Controller::Run(const std::atomic<bool>& stop) {
   for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
     threads_.emplace_back([this] { Worker(); });
   }
-  auto lead = [&](const std::atomic<bool>& until) {
-    leading_ = true;
-    // Wait for the caches, then look at everything once, the journal first.
-    while (!until && !Healthy()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ResyncAll();
-    auto next = std::chrono::steady_clock::now() + options_.resync;
-    while (!until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (std::chrono::steady_clock::now() >= next) {
-        ResyncAll();
-        next = std::chrono::steady_clock::now() + options_.resync;
-      }
-    }
-  };
-  if (!options_.leader_election) {
-    lead(stop);
+  if (!elector_) {
+    operations_.Open();
+    ResyncUntil(stop);
+    StopOperations();
     return Status::Ok();
   }
-  LeaderElector elector(ctx_.client, options_.election);
-  std::atomic<bool> lost{false};
-  std::thread leader_work;
-  elector.Run(
-      stop, [&] { leader_work = std::thread([&] { lead(lost); }); },
+  std::atomic<bool> stepping_down{false};
+  std::thread resync;
+  elector_->Run(
+      stop,
       [&] {
-        lost = true;
-        leading_ = false;
+        operations_.Open();
+        resync = std::thread([&] { ResyncUntil(stepping_down); });
+      },
+      [&] {
+        stepping_down = true;
+        StopOperations();
       });
-  lost = true;
-  if (leader_work.joinable()) leader_work.join();
+  stepping_down = true;
+  if (resync.joinable()) resync.join();
   if (stop) return Status::Ok();
   return FailedPrecondition("lost leadership");
 }

@@ -2,8 +2,11 @@
 // ("claim/<ns>/<name>", "pv/<name>", "snapshot/<ns>/<name>", "content/<name>", "journal");
 // worker threads run the parts (Provisioner, Deleter, Resizer, Snapshotter) only while this
 // instance leads, and a periodic resync re-queues everything so that nothing depends on a
-// single watch event arriving. Failed keys wait out their own backoff (work_queue.h): neither
-// resyncs nor watch updates of the same revision retry them early.
+// single watch event arriving. With leader election every write to the API and every CSI call
+// that changes storage is fenced by the lock (LeaderElector::CheckHeld), and stepping down
+// stops taking keys and waits for the operations running before the lock is given up. Failed keys
+// wait out their own backoff (work_queue.h): neither resyncs nor watch updates of the same revision
+// retry them early.
 #pragma once
 
 #include <atomic>
@@ -18,6 +21,7 @@
 #include "bridge/metrics_http_server.h"
 #include "controller/controller_context.h"
 #include "controller/deleter.h"
+#include "controller/in_flight_gate.h"
 #include "controller/leader_election.h"
 #include "controller/provisioner.h"
 #include "controller/resizer.h"
@@ -47,13 +51,17 @@ struct ControllerOptions {
 
 class Controller {
  public:
-  Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client);
+  // `election_client` (REQUIRED with options.leader_election) serves the lock alone: `client`'s
+  // writes are fenced by that lock, and its requests should time out within the renew deadline.
+  Controller(ControllerOptions options, BridgeConfig bridge, kube::KubeClient* client,
+             kube::KubeClient* election_client = nullptr);
   ~Controller();
 
   // Opens the journal, starts informers and the metrics listener.
   Status Start();
   // Blocks until `stop` is set or leadership is lost (then returns FAILED_PRECONDITION so the
-  // process exits and restarts as a candidate, like the CSI sidecars).
+  // process exits and restarts as a candidate, like the CSI sidecars). Either way it returns
+  // only once no operation runs any more.
   Status Run(const std::atomic<bool>& stop);
 
   bool Healthy() const;
@@ -69,6 +77,11 @@ class Controller {
   // --node-deployment: this node's segment of every driver, from its NodeGetInfo.
   Status LearnNodeTopology();
   void ResyncAll();
+  // Re-queues everything now and every resync period until `until` is set.
+  void ResyncUntil(const std::atomic<bool>& until);
+  // No operation starts any more; returns once those running have ended. After a lost lock
+  // the CSI calls in flight are cancelled first: the successor repeats them.
+  void StopOperations();
 
   ControllerOptions options_;
   ControllerContext ctx_;
@@ -81,11 +94,14 @@ class Controller {
   Resizer resizer_;
   Snapshotter snapshotter_;
   WorkQueue queue_;
+  InFlightGate operations_;  // open while this instance acts (leads, without leader election)
+  std::unique_ptr<LeaderElector> elector_;  // with leader election
+  kube::KubeClient* election_client_;
   std::vector<std::unique_ptr<kube::Informer>> informers_;
   std::unique_ptr<kube::Informer> claims_, volumes_, snapshots_, contents_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_threads_{false};
-  std::atomic<bool> leading_{false};
+  std::atomic<bool> stopping_operations_{false};  // ctx_.stopping: waits in operations give up
 };
 
 }  // namespace flexcsi::controller

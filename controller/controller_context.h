@@ -45,7 +45,7 @@ struct ControllerContext {
   // With node_deployment: this node's segment per flex driver (its NodeGetInfo topology).
   std::map<std::string, TopologySegment> node_topology;
   const kube::Informer* claim_cache = nullptr;      // the claims informer, for cheap polling
-  const std::atomic<bool>* stopping = nullptr;      // set when the process shuts down
+  const std::atomic<bool>* stopping = nullptr;      // set when this instance stops acting
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
   // Whether this process deletes or expands the PV (a PV of `driver`): always, except under

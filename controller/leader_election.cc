@@ -94,7 +94,29 @@ StatusOr<nlohmann::json> LeaderElector::GetLockObject() {
   return client_->Get(Collection().Named(config_.name));
 }
 
+bool LeaderElector::IsLeader() const {
+  return leading_ && Clock::now().time_since_epoch().count() < held_until_.load();
+}
+
+Status LeaderElector::CheckHeld() const {
+  if (IsLeader()) return Status::Ok();
+  return FailedPrecondition(config_.identity + " does not hold the leader lock " + LockKind() +
+                            " " + config_.namespace_ + "/" + config_.name +
+                            " any more (or not yet): left to the instance that does");
+}
+
 Status LeaderElector::TryAcquireOrRenew() {
+  const auto attempt_started = Clock::now();
+  Status s = AcquireOrRenewOnce();
+  // The successor counts leaseDuration from when it saw this write, which is after it was
+  // sent: from the attempt's start, renew_deadline leaves the difference as margin.
+  if (s.ok()) {
+    held_until_ = (attempt_started + config_.renew_deadline).time_since_epoch().count();
+  }
+  return s;
+}
+
+Status LeaderElector::AcquireOrRenewOnce() {
   FLEXCSI_RETURN_IF_ERROR(ResolveLockKind());
   const int lease_seconds = static_cast<int>(
       std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
@@ -165,36 +187,22 @@ void LeaderElector::Release() {
   if (!s.ok()) spdlog::warn("leader election: release failed: {}", s.status().ToString());
 }
 
-void LeaderElector::Run(const std::atomic<bool>& stop,
-                        const std::function<void()>& on_started_leading,
-                        const std::function<void()>& on_stopped_leading) {
-  auto sleep = [&](std::chrono::milliseconds d) {
-    const auto until = Clock::now() + d;
-    while (!stop && Clock::now() < until) {
-      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-          std::chrono::milliseconds(50),
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) +
-              std::chrono::milliseconds(1)));
-    }
-  };
-  // Campaign.
-  while (!stop) {
-    Status s = TryAcquireOrRenew();
-    if (s.ok()) break;
-    if (s.code() != Code::kFailedPrecondition) {
-      spdlog::info("leader election: not acquired: {}", s.ToString());
-    }
-    sleep(config_.retry_period);
+void LeaderElector::SleepWhile(std::chrono::milliseconds d,
+                               const std::function<bool()>& go_on) const {
+  const auto until = Clock::now() + d;
+  while (go_on() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(50),
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) +
+            std::chrono::milliseconds(1)));
   }
-  if (stop) return;
-  leading_ = true;
-  spdlog::info("leader election: {} became leader", config_.identity);
-  on_started_leading();
-  // Renew until a renewal fails for longer than renew_deadline.
+}
+
+bool LeaderElector::RenewWhile(const std::function<bool()>& go_on) {
   auto last_renewed = Clock::now();
-  while (!stop) {
-    sleep(config_.retry_period);
-    if (stop) break;
+  while (go_on()) {
+    SleepWhile(config_.retry_period, go_on);
+    if (!go_on()) break;
     Status s = TryAcquireOrRenew();
     if (s.ok()) {
       last_renewed = Clock::now();
@@ -203,13 +211,56 @@ void LeaderElector::Run(const std::atomic<bool>& stop,
     spdlog::warn("leader election: renew failed: {}", s.ToString());
     if (s.code() == Code::kFailedPrecondition ||
         Clock::now() - last_renewed > config_.renew_deadline) {
-      break;
+      return false;
     }
   }
+  return true;
+}
+
+void LeaderElector::Run(const std::atomic<bool>& stop,
+                        const std::function<void()>& on_started_leading,
+                        const std::function<void()>& stop_work) {
+  const auto running = [&stop] { return !stop; };
+  // Campaign.
+  while (!stop) {
+    Status s = TryAcquireOrRenew();
+    if (s.ok()) break;
+    if (s.code() != Code::kFailedPrecondition) {
+      spdlog::info("leader election: not acquired: {}", s.ToString());
+    }
+    SleepWhile(config_.retry_period, running);
+  }
+  if (stop) return;
+  leading_ = true;
+  spdlog::info("leader election: {} became leader", config_.identity);
+  on_started_leading();
+
+  bool held = RenewWhile(running);
+  if (held) {
+    spdlog::info(
+        "leader election: {} stopping: waiting for the work in progress before "
+        "releasing the lock",
+        config_.identity);
+  } else {
+    // The lease may be another's already: nothing more goes out in its name.
+    leading_ = false;
+    spdlog::warn("leader election: {} lost the lock", config_.identity);
+  }
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    stop_work();
+    stopped = true;
+  });
+  // Work still finishing after a stop does so under a lease that stays renewed.
+  if (held && !RenewWhile([&stopped] { return !stopped; })) {
+    held = false;
+    leading_ = false;
+    spdlog::warn("leader election: {} lost the lock while its work stopped", config_.identity);
+  }
+  stopper.join();
   leading_ = false;
   spdlog::info("leader election: {} stopped leading", config_.identity);
-  if (stop) Release();
-  on_stopped_leading();
+  if (held) Release();
 }
 
 }  // namespace flexcsi::controller

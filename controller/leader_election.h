@@ -10,6 +10,19 @@
 // A candidate takes the lock only when renewTime + leaseDuration has passed on ITS clock since
 // it last saw the record change (client-go's observedTime rule: clocks of different machines
 // are never compared). The leader that fails to renew within renew_deadline stops leading.
+//
+// What the lock guards stops BEFORE the lock is given up (client-go leaves that to its user,
+// with ReleaseOnCancel; external-provisioner exits at once and never releases):
+//   - stopping (SIGTERM): the guarded work is asked to stop and waited for, while the lease is
+//     still renewed, so that no successor starts what is still running here; then it is
+//     released, and a successor takes over at once;
+//   - a renewal that keeps failing: the lease may already be another's. CheckHeld refuses from
+//     the moment renew_deadline has passed since the start of the last renewal that went
+//     through, whether or not the renewal loop has noticed yet (a renewal request may hang):
+//     every write acting for the leader asks it (KubeClient and CsiClient write fences), and a
+//     successor can take the lock only leaseDuration after that renewal, so the gap between
+//     the two is what a write already sent has to land.
+#pragma once
 #pragma once
 
 #include <atomic>
@@ -40,13 +53,18 @@ class LeaderElector {
   LeaderElector(kube::KubeClient* client, LeaderElectionConfig config);
 
   // Blocks: campaigns until it leads, calls on_started_leading (which must return promptly,
-  // the work runs elsewhere), renews, and returns when leadership is lost or stop is set (then
-  // it releases the lock so a successor takes over at once). on_stopped_leading is called once
-  // if it ever led.
+  // the work runs elsewhere), renews, and returns when leadership is lost or stop is set. Either
+  // way, if it ever led, it first calls stop_work, which must return only when none of the work
+  // the lock guards runs any more; after a stop the lease is renewed meanwhile and released
+  // afterwards, after a loss CheckHeld already refuses.
   void Run(const std::atomic<bool>& stop, const std::function<void()>& on_started_leading,
-           const std::function<void()>& on_stopped_leading);
+           const std::function<void()>& stop_work);
 
-  bool IsLeader() const { return leading_.load(); }
+  // Whether this candidate leads and its last renewal is recent enough that nobody else can
+  // hold the lock (see above). Safe from any thread.
+  bool IsLeader() const;
+  // OK when IsLeader(); else FAILED_PRECONDITION saying whose lock was lost. For write fences.
+  Status CheckHeld() const;
   // Which lock kind is in use ("Lease" or "ConfigMap"), after the first attempt.
   std::string LockKind() const;
 
@@ -58,20 +76,30 @@ class LeaderElector {
     std::string renew_time;
     int transitions = 0;
   };
-  // One acquire-or-renew round; OK when this candidate holds the lock afterwards.
+  // One acquire-or-renew round; OK when this candidate holds the lock afterwards. Moves
+  // held_until_ on success.
   Status TryAcquireOrRenew();
+  Status AcquireOrRenewOnce();
   Status ResolveLockKind();
   StatusOr<nlohmann::json> GetLockObject();
   Record ReadRecord(const nlohmann::json& object) const;
   nlohmann::json WithRecord(nlohmann::json object, const Record& record) const;
   kube::ResourcePath Collection() const;
   void Release();
+  // Renews every retry_period while `go_on()` holds; false as soon as a renewal fails with the
+  // lock another's, or fails for longer than renew_deadline.
+  bool RenewWhile(const std::function<bool()>& go_on);
+  // Sleeps `d`, waking early (every 50 ms at most) once `go_on()` is false.
+  void SleepWhile(std::chrono::milliseconds d, const std::function<bool()>& go_on) const;
 
   kube::KubeClient* client_;
   LeaderElectionConfig config_;
   bool use_lease_ = true;
   bool kind_resolved_ = false;
   std::atomic<bool> leading_{false};
+  // Start of the last acquire or renewal that went through, plus renew_deadline, as
+  // steady_clock ticks: CheckHeld refuses from then on.
+  std::atomic<std::chrono::steady_clock::rep> held_until_{0};
   // What we saw last and when (our monotonic clock).
   std::string observed_raw_;
   std::chrono::steady_clock::time_point observed_at_{};

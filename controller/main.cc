@@ -262,7 +262,24 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
 
-  controller::Controller controller(options, std::move(*bridge), client->get());
+  // The lock has a client of its own: the work's client is fenced by the lock, and a renewal
+  // must give up within the renew deadline rather than after the default 30 s (client-go bounds
+  // each renewal by it too).
+  std::unique_ptr<kube::KubeClient> election_client;
+  if (options.leader_election) {
+    kube::ClientConfig election_config = *config;
+    election_config.request_timeout = options.election.renew_deadline;
+    election_config.user_agent = "flexcsi-controller/leader-election";
+    auto made = kube::KubeClient::Create(election_config);
+    if (!made.ok()) {
+      std::cerr << "flexcsi-controller: " << made.status().message() << "\n";
+      return 1;
+    }
+    election_client = std::move(*made);
+  }
+
+  controller::Controller controller(options, std::move(*bridge), client->get(),
+                                    election_client.get());
   Status started = controller.Start();
   if (!started.ok()) {
     std::cerr << "flexcsi-controller: " << started.ToString() << "\n";

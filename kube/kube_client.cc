@@ -98,6 +98,7 @@ class KubeClient::Impl {
   HttpTransport transport_;
   std::unique_ptr<ExecCredentialProvider> exec_;
   std::unique_ptr<RequestThrottle> throttle_;  // null: no client-side rate limit
+  std::function<Status()> write_fence_;        // empty: writes go out unchecked
   std::atomic<uint64_t> requests_{0};
 };
 
@@ -160,6 +161,13 @@ StatusOr<Json> KubeClient::Impl::Call(const std::string& method, const std::stri
       return DeadlineExceeded(method + " " + path_and_query.substr(0, path_and_query.find('?')) +
                               ": no answer within " +
                               std::to_string(config_.request_timeout.count()) + " ms");
+    }
+    // Asked again before every retry: a write may wait out a backoff while the fence closes.
+    if (method != "GET" && write_fence_) {
+      if (Status fenced = write_fence_(); !fenced.ok()) {
+        return fenced.WithContext(method + " " +
+                                  path_and_query.substr(0, path_and_query.find('?')));
+      }
     }
     uint64_t generation = 0;
     StatusOr<Credentials> credentials = CurrentCredentials(&generation);
@@ -263,6 +271,10 @@ KubeClient::~KubeClient() = default;
 
 const std::string& KubeClient::DefaultNamespace() const { return impl_->config_.namespace_; }
 const ClientConfig& KubeClient::config() const { return impl_->config_; }
+
+void KubeClient::SetWriteFence(std::function<Status()> fence) {
+  impl_->write_fence_ = std::move(fence);
+}
 
 KubeClient::RequestStats KubeClient::Stats() const {
   RequestStats stats;

@@ -115,6 +115,13 @@ class KubeClient {
   };
   RequestStats Stats() const;
 
+  // A check that every attempt of a Create, Update, Patch or Delete passes before it is sent:
+  // when it answers an error, nothing is sent and that error is returned. flexcsi-controller
+  // fences its writes with its leader lock this way (LeaderElector::CheckHeld), so that no
+  // write goes out once another instance may have taken over. Reads and watches never ask it.
+  // REQUIRES: set before the client is shared between threads.
+  void SetWriteFence(std::function<Status()> fence);
+
   // Each call is retried on 429 and 5xx with backoff honouring Retry-After, up to the
   // configured limits; 4xx answers are returned at once. Every attempt, and every watch's opening
   // request, first passes the client-side rate limit when one is configured (rate_limiter.h).

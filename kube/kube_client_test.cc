@@ -313,6 +313,39 @@ TEST_F(KubeClientTest, CreateConflictsAndAlreadyExists) {
   EXPECT_TRUE(IsNotFound(missing.status())) << missing.status().ToString();
 }
 
+TEST_F(KubeClientTest, AClosedWriteFenceSendsNoWriteButReadsGoOn) {
+  std::atomic<bool> closed{false};
+  client_->SetWriteFence([&closed]() -> Status {
+    if (closed) return FailedPrecondition("not the leader");
+    return Status::Ok();
+  });
+  StatusOr<Json> created = client_->Create(ConfigMaps(), ConfigMap("fenced", "1"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+
+  closed = true;
+  const uint64_t sent_before = client_->Stats().requests;
+  Json changed = *created;
+  changed["data"]["key"] = "2";
+  StatusOr<Json> updated = client_->Update(ConfigMaps().Named("fenced"), changed);
+  EXPECT_EQ(updated.status().code(), Code::kFailedPrecondition) << updated.status().ToString();
+  EXPECT_NE(updated.status().message().find("not the leader"), std::string::npos);
+  EXPECT_NE(updated.status().message().find("PUT"), std::string::npos);
+  EXPECT_FALSE(client_->Create(ConfigMaps(), ConfigMap("other", "1")).ok());
+  EXPECT_FALSE(
+      client_->Patch(ConfigMaps().Named("fenced"), PatchType::kMerge, {{"data", {{"key", "3"}}}})
+          .ok());
+  EXPECT_FALSE(client_->Delete(ConfigMaps().Named("fenced")).ok());
+  EXPECT_EQ(client_->Stats().requests, sent_before) << "a fenced write went out";
+
+  StatusOr<Json> read = client_->Get(ConfigMaps().Named("fenced"));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ((*read)["data"]["key"], "1");
+  EXPECT_TRUE(IsNotFound(client_->Get(ConfigMaps().Named("other")).status()));
+
+  closed = false;
+  EXPECT_TRUE(client_->Update(ConfigMaps().Named("fenced"), changed).ok());
+}
+
 TEST_F(KubeClientTest, ListFollowsContinueAcrossPages) {
   for (int i = 0; i < 7; ++i) {
     ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("cm-" + std::to_string(i), "v")).ok());

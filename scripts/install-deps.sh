@@ -17,6 +17,7 @@ packages=(
   # the real-cluster test suites (tests/cluster): Kubernetes' own binaries come from
   # FLEXCSI_KUBE_ASSETS, the rest from Debian
   etcd-server containerd runc busybox-static
+  python3-grpcio  # tests/cluster/slow_csi_proxy.py: a CSI driver that takes seconds
   containernetworking-plugins iproute2  # the deploy suite's pod network (a CNI bridge)
   # the container image (scripts/build-image.sh): a Debian 12 base made here, podman to build
   mmdebstrap podman

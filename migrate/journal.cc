@@ -249,12 +249,35 @@ bool JournalExists(const std::string& dir) {
   return std::filesystem::exists(dir + "/journal.db", ec);
 }
 
+// Whether the first write will be able to create DIR's journal, judged without creating
+// anything: the deepest part of DIR that exists must be a directory this process may write.
+// So that a journal that cannot be made is refused before the run reads the cluster, as it was
+// when the journal was made at once.
+Status JournalCanBeCreated(const std::string& dir) {
+  std::filesystem::path existing = std::filesystem::absolute(dir);
+  std::error_code ec;
+  while (!std::filesystem::exists(existing, ec) && existing.has_parent_path() &&
+         existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  if (!std::filesystem::is_directory(existing, ec)) {
+    return FailedPrecondition("cannot create the journal in " + dir + ": " + existing.string() +
+                              " is not a directory");
+  }
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    return FailedPrecondition("cannot create the journal in " + dir + ": " + existing.string() +
+                              ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<MigrationJournal>> MigrationJournal::Open(const std::string& dir) {
   // A journal not created yet is created by the first write (CreateOnFirstWrite), so that a run
   // refusing everything it was asked leaves nothing behind: no directory, lock or database.
   if (!JournalExists(dir)) {
+    FLEXCSI_RETURN_IF_ERROR(JournalCanBeCreated(dir));
     return std::unique_ptr<MigrationJournal>(new MigrationJournal(dir, nullptr, -1));
   }
   auto fd = TakeRunLock(dir);

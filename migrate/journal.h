@@ -113,7 +113,9 @@ class MigrationJournal {
  public:
   // For `apply` and `rollback`. When DIR/journal.db exists: takes the run lock (DIR/lock, flock;
   // FailedPrecondition naming the holder's pid while another run holds it) and opens it. When it
-  // does not, nothing is created yet: reads answer empty, and the first Put* creates DIR (0700),
+  // does not, nothing is created yet (but a DIR whose journal could never be made, its deepest
+  // existing part not a directory this process may write, is refused at once): reads answer
+  // empty, and the first Put* creates DIR (0700),
   // takes the lock and creates the database (0600), so a run that refuses everything it was
   // asked writes nothing at all. Every cluster write is journaled before it is sent, so a second
   // run on a journal that did not exist yet is refused at its first write, before any cluster

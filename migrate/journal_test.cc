@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -123,6 +124,17 @@ TEST_F(JournalTest, JournalFilesAreOwnerOnly) {
 
 // A run that refuses everything it was asked must leave nothing behind in a fresh --journal
 // directory: reads of a journal not created yet answer empty, and only a write creates it.
+TEST_F(JournalTest, AJournalThatCannotBeCreatedIsRefusedAtOpen) {
+  // A regular file where the journal's directory would go: nothing could ever be created.
+  const std::string file = dir_ + "/not-a-dir";
+  std::ofstream(file) << "x";
+  auto j = MigrationJournal::Open(file + "/journal");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(j.status().message().find(file + " is not a directory"), std::string::npos)
+      << j.status().message();
+}
+
 TEST_F(JournalTest, NothingIsCreatedBeforeTheFirstWrite) {
   const std::string dir = dir_ + "/fresh";
   auto j = MigrationJournal::Open(dir);

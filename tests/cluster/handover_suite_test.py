@@ -264,7 +264,6 @@ def storage_class(ns):
 
 class HandOverSuite(unittest.TestCase):
     def test_1_leader_stops_its_work_before_the_lock_goes(self):
-        c = clustertest.CLUSTER
         ns = "leader"
         election = ["--leader-election", "--leader-election-namespace", ns,
                     "--leader-election-lease-duration", "3s",
@@ -292,6 +291,14 @@ class HandOverSuite(unittest.TestCase):
             if not p.theirs.alive():
                 p.theirs.start()
 
+        def claims_in_flight(step):
+            """New claims, once flexcsi-controller leads and holds their CreateVolume calls in
+            the driver: ({claim: volume}, the time they were all held)."""
+            ours_leads()
+            volumes = p.new_claims(step)
+            p.wait_in_flight(volumes, "ours")
+            return volumes, time.monotonic()
+
         def theirs_take_over(began, label):
             wait_for("csi-provisioner to take the lock",
                      lambda: holder() not in ("", OURS), 60, interval=0.2)
@@ -300,10 +307,7 @@ class HandOverSuite(unittest.TestCase):
         try:
             for r in range(ROUNDS):
                 # a. SIGTERM with claims in flight
-                ours_leads()
-                volumes = p.new_claims("term%d" % r)
-                p.wait_in_flight(volumes, "ours")
-                began = time.monotonic()
+                volumes, began = claims_in_flight("term%d" % r)
                 p.ours.popen.send_signal(signal.SIGTERM)
                 self.assertEqual(p.stopped(p.ours), 0, p.ours.tail())
                 p.timed("SIGTERM to exit, claims in flight", began)
@@ -311,19 +315,13 @@ class HandOverSuite(unittest.TestCase):
                 p.check("round %d SIGTERM" % r, volumes, "flexVolume", strict=True)
 
                 # b. kill -9 with claims in flight
-                ours_leads()
-                volumes = p.new_claims("kill%d" % r)
-                p.wait_in_flight(volumes, "ours")
-                began = time.monotonic()
+                volumes, began = claims_in_flight("kill%d" % r)
                 p.ours.stop(signal.SIGKILL)
                 theirs_take_over(began, "kill -9 to csi-provisioner leading")
                 p.check("round %d kill-9" % r, volumes, "csi", strict=False)
 
                 # c. the API server unreachable for longer than the lease
-                ours_leads()
-                volumes = p.new_claims("cut%d" % r)
-                p.wait_in_flight(volumes, "ours")
-                began = time.monotonic()
+                volumes, began = claims_in_flight("cut%d" % r)
                 PARTITION.cut()
                 try:
                     theirs_take_over(began, "partition to csi-provisioner leading")

@@ -23,7 +23,6 @@
 //     successor can take the lock only leaseDuration after that renewal, so the gap between
 //     the two is what a write already sent has to land.
 #pragma once
-#pragma once
 
 #include <atomic>
 #include <chrono>

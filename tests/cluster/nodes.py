@@ -87,14 +87,19 @@ class Node:
         _ip("link", "set", "lo", "up", prefix=inside)
         _ip("addr", "add", "%s/%d" % (self.address, PREFIX_LENGTH), "dev", "eth0", prefix=inside)
         _ip("link", "set", "eth0", "up", prefix=inside)
-        script = ["mount --make-rshared /",
+        # /run/containerd exists on a host where containerd ever ran; on a fresh one it is made
+        # here, in the cluster's overlay of /run (the host is never written)
+        script = ["mount --make-rshared /", "mkdir -p /run/containerd",
                   "mount -t tmpfs -o mode=0755 tmpfs /run/containerd"]
         for path in sorted(private_paths, key=lambda p: p.count("/")):  # outer ones first
             backing = os.path.join(self.host_dir, path.lstrip("/"))
             os.makedirs(backing, exist_ok=True)
             script.append("mount --bind '%s' '%s'" % (backing, path))
-        subprocess.run([*inside, "sh", "-ec", "; ".join(script)], check=True,
-                       stderr=subprocess.PIPE)
+        made = subprocess.run([*inside, "sh", "-ec", "; ".join(script)], stderr=subprocess.PIPE,
+                              text=True)
+        if made.returncode != 0:
+            raise AssertionError("node %s's own folders: exit %d: %s"
+                                 % (self.name, made.returncode, made.stderr.strip()))
 
     def unmount_all(self, directory):
         """Unmounts, inside the node's mount namespace, everything below `directory` (the

@@ -17,11 +17,12 @@ the driver, one PV, one CSI volume, and a ProvisioningSucceeded from one compone
    c. its API server unreachable for longer than the lease (a partition between it and the API
       server only): it stops acting once its renewals fail, cancels its calls in flight, writes
       nothing more, and exits; csi-provisioner takes over as in b.
-2. Per node (--node-deployment on both, no lock): ROUNDS rounds of flexcsi-controller stopped
-   with SIGTERM while its claims are in flight, then csi-provisioner started for the node.
+2. Per node (--node-deployment on both, no lock): NODE_ROUNDS rounds of flexcsi-controller
+   stopped with SIGTERM while its claims are in flight, then csi-provisioner started for the node.
 
-FLEXCSI_HANDOVER_ROUNDS sets ROUNDS (20); FLEXCSI_HANDOVER_CONTROLLER runs another
-flexcsi-controller binary (an older build's, to see these tests fail on it).
+FLEXCSI_HANDOVER_ROUNDS sets ROUNDS (20), FLEXCSI_HANDOVER_NODE_ROUNDS sets NODE_ROUNDS (as
+ROUNDS); FLEXCSI_HANDOVER_CONTROLLER runs another flexcsi-controller binary (an older build's,
+to see these tests fail on it).
 """
 import json
 import os
@@ -42,6 +43,7 @@ SHAPE = "default"
 DRIVER = csi_driver(SHAPE)
 DELAY = 6  # seconds per CreateVolume: longer than it takes to notice a lost lease (renew 2 s)
 ROUNDS = int(os.environ.get("FLEXCSI_HANDOVER_ROUNDS", "20"))
+NODE_ROUNDS = int(os.environ.get("FLEXCSI_HANDOVER_NODE_ROUNDS", str(ROUNDS)))
 CLAIMS_PER_STEP = 2
 HERE = os.path.dirname(os.path.abspath(__file__))
 OURS = "flexcsi-controller"
@@ -353,7 +355,7 @@ class HandOverSuite(unittest.TestCase):
         p = Provisioners(ns, per_node + ["--node-name", c.node_name], per_node,
                          c.kubeconfig)
         try:
-            for r in range(ROUNDS):
+            for r in range(NODE_ROUNDS):
                 p.ours.start()
                 volumes = p.new_claims("term%d" % r)
                 p.wait_in_flight(volumes, "ours")
@@ -366,7 +368,8 @@ class HandOverSuite(unittest.TestCase):
                 volumes = p.new_claims("next%d" % r)
                 p.check("round %d per-node-csi-provisioner" % r, volumes, "csi", strict=True)
                 p.theirs.stop()
-            print("\nper-node hand-over, %d rounds, %d claims:" % (ROUNDS, p.count), flush=True)
+            print("\nper-node hand-over, %d rounds, %d claims:" % (NODE_ROUNDS, p.count),
+                  flush=True)
             p.report(self)
         finally:
             p.stop()

@@ -17,17 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-class LeaderElectionTest : public ::testing::Test {
+class LeaderElectionTest : public kube::SharedApiServerTest<LeaderElectionTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new kube::TestApiServer();
-    Status started = server_->Start();
-    ASSERT_TRUE(started.ok()) << started.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     client_ = kube::ConnectOrFail(server_->Config());
     ASSERT_NE(client_, nullptr);
@@ -63,11 +54,9 @@ class LeaderElectionTest : public ::testing::Test {
     return true;
   }
 
-  static kube::TestApiServer* server_;
   std::unique_ptr<kube::KubeClient> client_;
   std::string ns_;
 };
-kube::TestApiServer* LeaderElectionTest::server_ = nullptr;
 
 TEST_F(LeaderElectionTest, StopKeepsTheLockRenewedUntilTheWorkHasStoppedThenReleasesIt) {
   LeaderElector elector(client_.get(), Config("a"));

@@ -69,17 +69,8 @@ class InformerHarness {
 };
 
 // One server for the suite; each test in its own namespace.
-class InformerTest : public ::testing::Test {
+class InformerTest : public SharedApiServerTest<InformerTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new TestApiServer();
-    Status started = server_->Start();
-    ASSERT_TRUE(started.ok()) << started.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     ASSERT_TRUE(server_->process().running());
     ClientConfig config = server_->Config();
@@ -91,11 +82,9 @@ class InformerTest : public ::testing::Test {
   }
   ResourcePath ConfigMaps() const { return ResourcePath::Core("configmaps", ns_); }
 
-  static TestApiServer* server_;
   std::unique_ptr<KubeClient> client_;
   std::string ns_;
 };
-TestApiServer* InformerTest::server_ = nullptr;
 
 TEST_F(InformerTest, WatchStreamsEventsAndEndsOnServerTimeout) {
   StatusOr<Json> list = client_->List(ConfigMaps());

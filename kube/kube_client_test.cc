@@ -122,17 +122,8 @@ class ConnectProxy {
 };
 
 // One fake API server for the whole suite; every test works in a namespace of its own.
-class KubeClientTest : public ::testing::Test {
+class KubeClientTest : public SharedApiServerTest<KubeClientTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new TestApiServer();
-    Status started = server_->Start();
-    ASSERT_TRUE(started.ok()) << started.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     ASSERT_TRUE(server_->process().running());
     client_ = ConnectOrFail(server_->Config());
@@ -154,12 +145,10 @@ class KubeClientTest : public ::testing::Test {
   }
   ResourcePath ConfigMaps() const { return ResourcePath::Core("configmaps", ns_); }
 
-  static TestApiServer* server_;
   std::unique_ptr<KubeClient> client_;
   std::string ns_;
   std::string dir_;  // scratch files of this test
 };
-TestApiServer* KubeClientTest::server_ = nullptr;
 
 std::unique_ptr<KubeClient> Connect(ClientConfig config) {
   return ConnectOrFail(std::move(config));

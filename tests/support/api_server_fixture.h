@@ -77,6 +77,24 @@ class TestApiServer {
   flexcsi::testing::FakeApiServerProcess process_;
 };
 
+// The base of a test suite that shares one TestApiServer: started before the suite's first
+// test, removed after its last (each Suite has its own).
+template <typename Suite>
+class SharedApiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new TestApiServer();
+    Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  static inline TestApiServer* server_ = nullptr;
+};
+
 inline std::unique_ptr<KubeClient> ConnectOrFail(ClientConfig config) {
   StatusOr<std::unique_ptr<KubeClient>> client = KubeClient::Create(std::move(config));
   EXPECT_TRUE(client.ok()) << client.status().ToString();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "migrate/storage_class_plan.h"
+#include "tests/support/provisioner_deployment.h"
 #include "translator/flexvolume_rules.h"
 
 namespace flexcsi::migrate {
@@ -37,22 +38,6 @@ json CsiPv(const std::string& name) {
            {{"name", name}, {"annotations", {{"pv.kubernetes.io/provisioned-by", kDriver}}}}},
           {"spec", {{"csi", {{"driver", kDriver}, {"volumeHandle", name}}}}},
           {"status", {{"phase", "Bound"}}}};
-}
-
-// deploy/kubernetes/provisioner's Deployment, and what its ConfigMap gives.
-json ControllerDeployment(int replicas) {
-  return {{"metadata", {{"namespace", "flexcsi"}, {"name", "flexcsi-provisioner"}}},
-          {"spec",
-           {{"replicas", replicas},
-            {"template",
-             {{"spec",
-               {{"containers",
-                 {{{"name", "controller"},
-                   {"command", {"flexcsi-controller", "--bridge-config=/etc/flexcsi/bridge.yaml"}},
-                   {"volumeMounts", {{{"name", "config"}, {"mountPath", "/etc/flexcsi"}}}}}}},
-                {"volumes",
-                 {{{"name", "config"},
-                   {"configMap", {{"name", "flexcsi-provisioner-config-x"}}}}}}}}}}}}};
 }
 
 LeftoverContext ReadFrom(const ClusterObjects& objects) {
@@ -116,7 +101,7 @@ TEST(LeftoversTest, TheClustersFlexcsiControllerConfigurationFindsItsClassesWith
   ClusterObjects objects;
   objects.storageclasses = {Class("loop-fast", kDriver), Class("other", "ebs.csi.aws.com")};
   objects.pvs = {CsiPv("pvc-1")};
-  objects.deployments = {ControllerDeployment(2)};
+  objects.deployments = {ProvisionerDeployment(2)};
   LeftoverContext context = ReadFrom(objects);
   const auto found = FindLeftovers(objects, BuildPlan(objects, no_rules, {}), no_rules, context);
   std::map<std::string, Leftover> by;
@@ -129,7 +114,7 @@ TEST(LeftoversTest, TheClustersFlexcsiControllerConfigurationFindsItsClassesWith
   EXPECT_NE(cls.todo.find("flexcsi migrate apply --storage-class loop-fast --rules FILE"),
             std::string::npos)
       << cls.todo;
-  EXPECT_NE(cls.todo.find("ConfigMap flexcsi/flexcsi-provisioner-config-x key bridge.yaml"),
+  EXPECT_NE(cls.todo.find("ConfigMap flexcsi/flexcsi-provisioner-config-7h2k9 key bridge.yaml"),
             std::string::npos)
       << cls.todo;
   EXPECT_NE(cls.todo.find("twin: provisioner " + std::string(kDriver)), std::string::npos);
@@ -142,7 +127,7 @@ TEST(LeftoversTest, TheClustersFlexcsiControllerConfigurationFindsItsClassesWith
 
   // Class moved, controller scaled to 0: nothing is left, and the other class stays settled.
   objects.storageclasses[0] = Moved(objects.storageclasses[0]);
-  objects.deployments = {ControllerDeployment(0)};
+  objects.deployments = {ProvisionerDeployment(0)};
   context = ReadFrom(objects);
   const auto after = FindLeftovers(objects, BuildPlan(objects, no_rules, {}), no_rules, context);
   EXPECT_TRUE(after.empty()) << LeftoversToJson(after).dump(2);

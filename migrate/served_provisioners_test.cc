@@ -4,33 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/provisioner_deployment.h"
+
 namespace flexcsi::migrate {
 namespace {
 
 using nlohmann::json;
-
-// The container and volumes of deploy/kubernetes/provisioner/deployment.yaml, as kustomize
-// renders them (the ConfigMap name carries the generator's hash).
-json ProvisionerDeployment(int replicas) {
-  return {
-      {"metadata", {{"namespace", "flexcsi"}, {"name", "flexcsi-provisioner"}}},
-      {"spec",
-       {{"replicas", replicas},
-        {"template",
-         {{"spec",
-           {{"containers",
-             {{{"name", "controller"},
-               {"command",
-                {"flexcsi-controller", "--in-cluster", "--bridge-config=/etc/flexcsi/bridge.yaml",
-                 "--leader-election"}},
-               {"volumeMounts",
-                {{{"name", "config"}, {"mountPath", "/etc/flexcsi"}, {"readOnly", true}},
-                 {{"name", "csi-socket"}, {"mountPath", "/csi"}}}}},
-              {{"name", "csi-controller"}, {"command", {"csi-loopback"}}}}},
-            {"volumes",
-             {{{"name", "config"}, {"configMap", {{"name", "flexcsi-provisioner-config-7h2k9"}}}},
-              {{"name", "csi-socket"}, {"emptyDir", json::object()}}}}}}}}}}};
-}
 
 // deploy/kubernetes/provisioner/bridge-provisioner.yaml, with a second driver named by a
 // `provisioner:` of its own.

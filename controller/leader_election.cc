@@ -11,26 +11,61 @@ namespace {
 
 constexpr const char* kLeaderAnnotation = "control-plane.alpha.kubernetes.io/leader";
 using Clock = std::chrono::steady_clock;
+using Lock = LeaderElectionConfig::Lock;
+
+// client-go's resource locks. The annotation-record kinds (ConfigMapLock, EndpointsLock) are one
+// mechanism on two core kinds: nothing below tells them apart but this table.
+struct LockKindSpec {
+  Lock lock;
+  const char* flag;  // --leader-election-lock
+  const char* kind;
+  const char* api_version;
+  const char* plural;
+  bool annotation_record;  // the record is kLeaderAnnotation's JSON; else the Lease's spec
+};
+constexpr LockKindSpec kLockKinds[] = {
+    {Lock::kLease, "lease", "Lease", "coordination.k8s.io/v1", "leases", false},
+    {Lock::kConfigMap, "configmap", "ConfigMap", "v1", "configmaps", true},
+    {Lock::kEndpoints, "endpoints", "Endpoints", "v1", "endpoints", true},
+};
+
+// REQUIRES: lock is not kAuto.
+const LockKindSpec& SpecOf(Lock lock) {
+  for (const auto& spec : kLockKinds) {
+    if (spec.lock == lock) return spec;
+  }
+  return kLockKinds[0];
+}
 
 }  // namespace
+
+StatusOr<LeaderElectionConfig::Lock> ParseLeaderElectionLock(const std::string& value) {
+  if (value == "auto") return Lock::kAuto;
+  for (const auto& spec : kLockKinds) {
+    if (value == spec.flag) return spec.lock;
+  }
+  return InvalidArgument(
+      "--leader-election-lock \"" + value +
+      "\" is not auto, lease, configmap or endpoints: take the lock your csi-provisioner takes, "
+      "endpoints for v1.x with its default --leader-election-type (endpoints), lease for v1.x "
+      "with --leader-election-type=leases and for v2 and later; configmap on clusters without "
+      "Leases; auto is lease where coordination.k8s.io/v1 is served, else configmap");
+}
 
 LeaderElector::LeaderElector(kube::KubeClient* client, LeaderElectionConfig config)
     : client_(client), config_(std::move(config)) {}
 
-std::string LeaderElector::LockKind() const { return use_lease_ ? "Lease" : "ConfigMap"; }
+std::string LeaderElector::LockKind() const { return SpecOf(kind_).kind; }
 
 kube::ResourcePath LeaderElector::Collection() const {
-  return use_lease_ ? kube::ResourcePath::Group("coordination.k8s.io/v1", "leases",
-                                                config_.namespace_)
-                    : kube::ResourcePath::Core("configmaps", config_.namespace_);
+  const LockKindSpec& spec = SpecOf(kind_);
+  return kube::ResourcePath::Group(spec.api_version, spec.plural, config_.namespace_);
 }
 
 Status LeaderElector::ResolveLockKind() {
   if (kind_resolved_) return Status::Ok();
-  if (config_.lock == LeaderElectionConfig::Lock::kLease) {
-    use_lease_ = true;
-  } else if (config_.lock == LeaderElectionConfig::Lock::kConfigMap) {
-    use_lease_ = false;
+  if (config_.lock != Lock::kAuto) {
+    kind_ = config_.lock;
   } else {
     // A list of an existing resource never answers 404; a cluster without the Lease API does.
     kube::ListOptions one;
@@ -38,7 +73,7 @@ Status LeaderElector::ResolveLockKind() {
     auto listed = client_->List(
         kube::ResourcePath::Group("coordination.k8s.io/v1", "leases", config_.namespace_), one);
     if (!listed.ok() && !kube::IsNotFound(listed.status())) return listed.status();
-    use_lease_ = listed.ok();
+    kind_ = listed.ok() ? Lock::kLease : Lock::kConfigMap;
   }
   kind_resolved_ = true;
   spdlog::info("leader election: {} {}/{} as {}", LockKind(), config_.namespace_, config_.name,
@@ -49,7 +84,7 @@ Status LeaderElector::ResolveLockKind() {
 LeaderElector::Record LeaderElector::ReadRecord(const nlohmann::json& object) const {
   Record r;
   nlohmann::json src;
-  if (use_lease_) {
+  if (!SpecOf(kind_).annotation_record) {
     src = object.value("spec", nlohmann::json::object());
     r.holder = src.value("holderIdentity", "");
     r.lease_seconds = src.value("leaseDurationSeconds", 0);
@@ -72,7 +107,7 @@ LeaderElector::Record LeaderElector::ReadRecord(const nlohmann::json& object) co
 }
 
 nlohmann::json LeaderElector::WithRecord(nlohmann::json object, const Record& r) const {
-  if (use_lease_) {
+  if (!SpecOf(kind_).annotation_record) {
     object["spec"] = {{"holderIdentity", r.holder},
                       {"leaseDurationSeconds", r.lease_seconds},
                       {"acquireTime", r.acquire_time},
@@ -80,7 +115,7 @@ nlohmann::json LeaderElector::WithRecord(nlohmann::json object, const Record& r)
                       {"leaseTransitions", r.transitions}};
     return object;
   }
-  // The ConfigMap lock's record is client-go's LeaderElectionRecord JSON.
+  // client-go's LeaderElectionRecord JSON; the rest of the object is written back as read.
   nlohmann::json record = {{"holderIdentity", r.holder},
                            {"leaseDurationSeconds", r.lease_seconds},
                            {"acquireTime", r.acquire_time},
@@ -118,25 +153,23 @@ Status LeaderElector::TryAcquireOrRenew() {
 
 Status LeaderElector::AcquireOrRenewOnce() {
   FLEXCSI_RETURN_IF_ERROR(ResolveLockKind());
-  const int lease_seconds = static_cast<int>(
-      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
-                               config_.lease_duration + std::chrono::milliseconds(999)).count()));
-  // Leases use MicroTime; the ConfigMap record uses metav1.Time.
-  const std::string now = use_lease_ ? NowRfc3339Micro() : NowRfc3339();
+  const int lease_seconds = static_cast<int>(std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration +
+                                                          std::chrono::milliseconds(999))
+             .count()));
+  // Leases use MicroTime; the annotation record uses metav1.Time.
+  const LockKindSpec& spec = SpecOf(kind_);
+  const std::string now = spec.annotation_record ? NowRfc3339() : NowRfc3339Micro();
   Record mine{config_.identity, lease_seconds, now, now, 0};
 
   auto current = GetLockObject();
   if (!current.ok()) {
     if (!kube::IsNotFound(current.status())) return current.status();
-    nlohmann::json object = {{"metadata", {{"name", config_.name},
-                                           {"namespace", config_.namespace_}}}};
-    if (use_lease_) {
-      object["apiVersion"] = "coordination.k8s.io/v1";
-      object["kind"] = "Lease";
-    } else {
-      object["apiVersion"] = "v1";
-      object["kind"] = "ConfigMap";
-    }
+    // As client-go creates it: the name, the namespace and the record, nothing else.
+    nlohmann::json object = {
+        {"apiVersion", spec.api_version},
+        {"kind", spec.kind},
+        {"metadata", {{"name", config_.name}, {"namespace", config_.namespace_}}}};
     auto created = client_->Create(Collection(), WithRecord(object, mine));
     if (!created.ok()) return created.status();
     observed_ = mine;
@@ -146,8 +179,8 @@ Status LeaderElector::AcquireOrRenewOnce() {
   }
 
   Record theirs = ReadRecord(*current);
-  const std::string raw = ReadRecord(*current).holder + "|" + theirs.renew_time + "|" +
-                          std::to_string(theirs.transitions);
+  const std::string raw =
+      theirs.holder + "|" + theirs.renew_time + "|" + std::to_string(theirs.transitions);
   if (raw != observed_raw_) {
     observed_raw_ = raw;
     observed_at_ = Clock::now();
@@ -182,7 +215,7 @@ void LeaderElector::Release() {
   // client-go's ReleaseOnCancel: an empty holder with a 1 s lease lets a successor in at once.
   r.holder = "";
   r.lease_seconds = 1;
-  r.renew_time = use_lease_ ? NowRfc3339Micro() : NowRfc3339();
+  r.renew_time = SpecOf(kind_).annotation_record ? NowRfc3339() : NowRfc3339Micro();
   auto s = client_->Update(Collection().Named(config_.name), WithRecord(*current, r));
   if (!s.ok()) spdlog::warn("leader election: release failed: {}", s.status().ToString());
 }

@@ -1,11 +1,23 @@
 // LeaderElector: one active flexcsi-controller at a time, by the rules of client-go's
 // leaderelection package, so it interoperates with (and is judged like) the CSI sidecars.
 //
-// The lock is a coordination.k8s.io/v1 Lease (holderIdentity, leaseDurationSeconds,
-// acquireTime, renewTime, leaseTransitions), or on clusters without Leases (before 1.14) a
-// ConfigMap whose annotation control-plane.alpha.kubernetes.io/leader holds the same record as
-// JSON. Every write is an update carrying the read resourceVersion, so of two candidates that
-// both saw an expired lease exactly one wins (the other gets 409 Conflict).
+// The lock is one of client-go's resource locks, the kind external-provisioner of the same era
+// takes (controller/provisioner_lock.h):
+//   - a coordination.k8s.io/v1 Lease (holderIdentity, leaseDurationSeconds, acquireTime,
+//     renewTime, leaseTransitions): external-provisioner v2 and later, and v1.x with
+//     --leader-election-type=leases;
+//   - an "annotation record" on a core v1 object: its annotation
+//     control-plane.alpha.kubernetes.io/leader holds client-go's LeaderElectionRecord as JSON
+//     (the same fields, leaderTransitions, times in RFC 3339 seconds). On an Endpoints object it
+//     is external-provisioner v1.x's default lock (--leader-election-type=endpoints, v1.2.2
+//     included); on a ConfigMap, the lock for clusters without Leases (before 1.14). The two
+//     differ in nothing but the kind: create makes the object with only metadata and the
+//     annotation, update writes the read object back with the annotation changed.
+// `auto` takes the Lease when the cluster serves coordination.k8s.io/v1, else the ConfigMap; it
+// never picks Endpoints, because which external-provisioner runs cannot be read from the
+// cluster: for v1.x's default, say so (Lock::kEndpoints, --leader-election-lock endpoints).
+// Every write is an update carrying the read resourceVersion, so of two candidates that both saw
+// an expired lock exactly one wins (the other gets 409 Conflict).
 //
 // A candidate takes the lock only when renewTime + leaseDuration has passed on ITS clock since
 // it last saw the record change (client-go's observedTime rule: clocks of different machines
@@ -37,7 +49,7 @@
 namespace flexcsi::controller {
 
 struct LeaderElectionConfig {
-  enum class Lock { kAuto, kLease, kConfigMap };
+  enum class Lock { kAuto, kLease, kConfigMap, kEndpoints };
   Lock lock = Lock::kAuto;  // auto: Lease when the cluster serves coordination.k8s.io/v1
   std::string namespace_ = "default";
   std::string name;      // lock object name
@@ -46,6 +58,10 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds renew_deadline{10000};
   std::chrono::milliseconds retry_period{2000};
 };
+
+// --leader-election-lock's value ("auto", "lease", "configmap", "endpoints"); INVALID_ARGUMENT
+// saying which to choose for which external-provisioner otherwise.
+StatusOr<LeaderElectionConfig::Lock> ParseLeaderElectionLock(const std::string& value);
 
 class LeaderElector {
  public:
@@ -64,7 +80,7 @@ class LeaderElector {
   bool IsLeader() const;
   // OK when IsLeader(); else FAILED_PRECONDITION saying whose lock was lost. For write fences.
   Status CheckHeld() const;
-  // Which lock kind is in use ("Lease" or "ConfigMap"), after the first attempt.
+  // Which lock kind is in use ("Lease", "ConfigMap" or "Endpoints"), after the first attempt.
   std::string LockKind() const;
 
  private:
@@ -93,7 +109,8 @@ class LeaderElector {
 
   kube::KubeClient* client_;
   LeaderElectionConfig config_;
-  bool use_lease_ = true;
+  // The kind in use: never kAuto once kind_resolved_.
+  LeaderElectionConfig::Lock kind_ = LeaderElectionConfig::Lock::kLease;
   bool kind_resolved_ = false;
   std::atomic<bool> leading_{false};
   // Start of the last acquire or renewal that went through, plus renew_deadline, as

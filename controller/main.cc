@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "controller/controller.h"
+#include "controller/leader_election.h"
 #include "controller/provisioner_lock.h"
 #include "kube/kube_config.h"
 
@@ -133,7 +134,11 @@ int main(int argc, char** argv) {
   app.add_option("--leader-election-namespace", options.election.namespace_,
                  "namespace of the lock object (default, as external-provisioner's: $POD_NAMESPACE, "
                  "else the pod's service-account namespace, else default)");
-  app.add_option("--leader-election-lock", lock, "auto, lease or configmap")->capture_default_str();
+  app.add_option("--leader-election-lock", lock,
+                 "the lock csi-provisioner takes: lease (v2 and later, v1.x with "
+                 "--leader-election-type=leases), endpoints (v1.x's default), configmap, or auto "
+                 "(lease where served, else configmap)")
+      ->capture_default_str();
   app.add_option("--leader-election-lease-duration", lease_duration, "duration, e.g. 15s")
       ->capture_default_str();
   app.add_option("--leader-election-renew-deadline", renew_deadline, "duration, e.g. 15s")
@@ -179,6 +184,12 @@ int main(int argc, char** argv) {
                                node_max_delay, &options)) {
     return 2;
   }
+  auto lock_kind = controller::ParseLeaderElectionLock(lock);
+  if (!lock_kind.ok()) {
+    std::cerr << "flexcsi-controller: " << lock_kind.status().message() << "\n";
+    return 2;
+  }
+  options.election.lock = *lock_kind;
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
   auto bridge = BridgeConfig::LoadFile(options.bridge_config_path);
@@ -219,14 +230,6 @@ int main(int argc, char** argv) {
     std::cerr << "flexcsi-controller: --leader-election-renew-deadline must be shorter than "
                  "--leader-election-lease-duration\n";
     return 2;
-  }
-  if (lock == "lease") {
-    options.election.lock = controller::LeaderElectionConfig::Lock::kLease;
-  } else if (lock == "configmap") {
-    options.election.lock = controller::LeaderElectionConfig::Lock::kConfigMap;
-  } else if (lock != "auto") {
-    std::cerr << "flexcsi-controller: --leader-election-lock must be auto, lease or configmap\n";
-    return 1;
   }
   // The lock is external-provisioner's for the driver, so that the two never provision for it
   // at once. One lock gates all the work of a process: with leader election it serves one

@@ -2,12 +2,18 @@
 // flexcsi-controller can take the very same one: while either holds it, the other does not
 // provision (docs/migration.md, "Hand provisioning over").
 //
-// external-provisioner (v3.x, cmd/csi-provisioner) names the lock after the provisioner name
-// with '/' made '-', and csi-lib-utils' leaderelection then replaces every character outside
-// [a-zA-Z0-9-] with '-' and appends 'X' to a name ending in '-'. The lock is a
-// coordination.k8s.io/v1 Lease in --leader-election-namespace, by default $POD_NAMESPACE, else
-// the namespace of the pod's service account, else "default" (csi-lib-utils v0.12.0, which
-// v3.4.1 vendors).
+// external-provisioner names the lock after the provisioner name with '/' made '-', and
+// csi-lib-utils' leaderelection then replaces every character outside [a-zA-Z0-9-] with '-' and
+// appends 'X' to a name ending in '-' (sanitizeName). The name is the same in every version;
+// the kind differs (LeaderElectionConfig::Lock, controller/leader_election.h):
+//   - v3.x (cmd/csi-provisioner, csi-lib-utils v0.12.0 in v3.4.1) and v2.x: a
+//     coordination.k8s.io/v1 Lease;
+//   - v1.x (v1.2.2, the release of Kubernetes 1.14; flag --enable-leader-election): an Endpoints
+//     object by default (--leader-election-type=endpoints), a Lease with
+//     --leader-election-type=leases; its record is client-go's, in the Endpoints annotation
+//     control-plane.alpha.kubernetes.io/leader.
+// The namespace is --leader-election-namespace, by default $POD_NAMESPACE, else the namespace
+// of the pod's service account, else "default" (both eras alike).
 #pragma once
 
 #include <string>

@@ -19,6 +19,7 @@ _SPEC_STATUS = {"apiVersion", "kind", "metadata", "spec", "status"}
 TOP_LEVEL = {
     "Secret": {"apiVersion", "kind", "metadata", "data", "stringData", "type", "immutable"},
     "ConfigMap": {"apiVersion", "kind", "metadata", "data", "binaryData", "immutable"},
+    "Endpoints": {"apiVersion", "kind", "metadata", "subsets"},
     "ServiceAccount": {"apiVersion", "kind", "metadata", "secrets", "imagePullSecrets",
                        "automountServiceAccountToken"},
     "Event": {"apiVersion", "kind", "metadata", "involvedObject", "reason", "message", "source",

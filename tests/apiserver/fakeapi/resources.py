@@ -61,6 +61,8 @@ BUILTIN = [
     _core("events", "Event", True, short=("ev",), create_on_update=True),
     _core("secrets", "Secret", True),
     _core("configmaps", "ConfigMap", True, short=("cm",)),
+    # No endpoints controller: only as client-go's EndpointsLock uses them (leader election).
+    _core("endpoints", "Endpoints", True, short=("ep",)),
     _core("serviceaccounts", "ServiceAccount", True, short=("sa",)),
     ResourceType("apps", "v1", "deployments", "Deployment", True, ("status", "scale"),
                  short=("deploy",)),

@@ -150,9 +150,9 @@ json CsiNodeDriverEntry(const DriverNodeInfo& info) {
   return entry;
 }
 
-json NewCsiNode(const json& node, const DriverNodeInfo& info) {
+json NewCsiNode(const json& node, const DriverNodeInfo& info, const std::string& group_version) {
   const std::string name = JStr(JField(node, "metadata"), "name");
-  return {{"apiVersion", "storage.k8s.io/v1"},
+  return {{"apiVersion", group_version},
           {"kind", "CSINode"},
           {"metadata",
            {{"name", name},

@@ -55,8 +55,10 @@ std::optional<nlohmann::json> NodeUnregistrationPatch(const nlohmann::json& node
 // The CSINode driver entry for `info`, as kubelet writes it.
 nlohmann::json CsiNodeDriverEntry(const DriverNodeInfo& info);
 
-// A new CSINode for `node` (name, owner reference) holding `info`'s entry.
-nlohmann::json NewCsiNode(const nlohmann::json& node, const DriverNodeInfo& info);
+// A new CSINode for `node` (name, owner reference) holding `info`'s entry, in `group_version`
+// (storage.k8s.io/v1, or v1beta1 on 1.14-1.16: the same fields there).
+nlohmann::json NewCsiNode(const nlohmann::json& node, const DriverNodeInfo& info,
+                          const std::string& group_version = "storage.k8s.io/v1");
 
 // `csinode` with `info`'s entry added or replaced, or nullopt when it is already there as is.
 std::optional<nlohmann::json> CsiNodeWithDriver(const nlohmann::json& csinode,

@@ -91,6 +91,12 @@ TEST(CsiNode, NewObjectIsOwnedByTheNodeAndHoldsTheEntryAsKubeletWritesIt) {
       "allocatable":{"count":64}}])"));
 }
 
+TEST(CsiNode, NewObjectIsInTheVersionTheClusterServes) {
+  EXPECT_EQ(NewCsiNode(Node(), Loopback())["apiVersion"], "storage.k8s.io/v1");
+  EXPECT_EQ(NewCsiNode(Node(), Loopback(), "storage.k8s.io/v1beta1")["apiVersion"],
+            "storage.k8s.io/v1beta1");
+}
+
 TEST(CsiNode, EntryWithoutTopologyOrLimitHasNeitherField) {
   json entry = CsiNodeDriverEntry({"d", "n", {}, 0});
   EXPECT_EQ(entry, json({{"name", "d"}, {"nodeID", "n"}}));

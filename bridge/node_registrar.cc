@@ -24,40 +24,60 @@ constexpr seconds kRecheckCluster = seconds(60);  // someone may have edited the
 kube::ResourcePath NodePath(const std::string& name) {
   return kube::ResourcePath::Core("nodes").Named(name);
 }
-kube::ResourcePath CsiNodes() { return kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"); }
+// The node's CSINode, read where the cluster serves it (kube::CsiNodeGroupVersion: v1, or
+// v1beta1 on 1.14-1.16, whose kubelet writes that version). Discovery says so: nothing is asked
+// of an API the server lacks, so the RBAC of such a cluster need not name it, and no 404 is
+// mistaken for a missing object.
+struct CsiNodeRead {
+  std::string group_version;  // "" where CSINode is not served (before 1.14)
+  json object;                // {} when the node has none yet
 
-// Reads the CSINode: {} when the object is missing, null when the API server serves no CSINode
-// (before 1.14). Discovery says so: nothing is asked of an API the server lacks, so the RBAC of
-// such a cluster need not name it, and no 404 is mistaken for a missing object.
-StatusOr<json> GetCsiNode(kube::KubeClient& client, const std::string& node_name) {
-  auto served = kube::ServesResource(client, "storage.k8s.io/v1", "csinodes");
-  if (!served.ok()) return served.status();
-  if (!*served) return json(nullptr);
-  auto csinode = client.Get(CsiNodes().Named(node_name));
-  if (csinode.ok()) return csinode;
-  if (kube::IsNotFound(csinode.status())) return json::object();
-  return csinode.status();
+  kube::ResourcePath Collection() const {
+    return kube::ResourcePath::Group(group_version, "csinodes");
+  }
+  // What the registration rules take: null when not served.
+  json ForRules() const { return group_version.empty() ? json(nullptr) : object; }
+};
+
+StatusOr<CsiNodeRead> GetCsiNode(kube::KubeClient& client, const std::string& node_name) {
+  auto group_version = kube::CsiNodeGroupVersion(client);
+  if (!group_version.ok()) return group_version.status();
+  CsiNodeRead read{*group_version, json::object()};
+  if (read.group_version.empty()) return read;
+  auto csinode = client.Get(read.Collection().Named(node_name));
+  if (csinode.ok()) {
+    read.object = std::move(*csinode);
+  } else if (!kube::IsNotFound(csinode.status())) {
+    return csinode.status();
+  }
+  return read;
 }
 
 // `read` is the CSINode as GetCsiNode just returned it; after a conflict it is read again.
-Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, json read,
-                         const DriverNodeInfo& info) {
+Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, CsiNodeRead read,
+                         DriverNodeInfo info) {
+  // CSINode v1beta1 is served alone on 1.14-1.16, whose entries have no `allocatable` (1.17):
+  // the API server drops it, and an entry compared with it would never be found up to date.
+  if (read.group_version == "storage.k8s.io/v1beta1") info.max_volumes = 0;
   const std::string name = node["metadata"].value("name", "");
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
-    StatusOr<json> csinode =
-        attempt == 0 ? StatusOr<json>(std::move(read)) : GetCsiNode(client, name);
+    StatusOr<CsiNodeRead> csinode =
+        attempt == 0 ? StatusOr<CsiNodeRead>(std::move(read)) : GetCsiNode(client, name);
     if (!csinode.ok()) return csinode.status();
-    if (csinode->is_null()) return Status::Ok();  // not served: labels and annotation only
+    if (csinode->group_version.empty()) return Status::Ok();  // labels and annotation only
+    const json& object = csinode->object;
     Status written;
-    if (csinode->empty()) {
-      written = client.Create(CsiNodes(), NewCsiNode(node, info)).status();
+    if (object.empty()) {
+      written = client.Create(csinode->Collection(),
+                              NewCsiNode(node, info, csinode->group_version)).status();
       if (kube::IsAlreadyExists(written)) continue;  // kubelet made it meanwhile
-    } else if (auto updated = CsiNodeWithDriver(*csinode, info)) {
+    } else if (auto updated = CsiNodeWithDriver(object, info)) {
       // The API server keeps a driver entry immutable as a whole. kubelet only ever changes
       // one by unregistering the driver (its socket went away) and registering it again: do the
       // same, in two writes.
-      auto without = CsiNodeWithoutDriver(*csinode, info.driver);
-      written = client.Update(CsiNodes().Named(name), without ? *without : *updated).status();
+      auto without = CsiNodeWithoutDriver(object, info.driver);
+      written = client.Update(csinode->Collection().Named(name), without ? *without : *updated)
+                    .status();
       if (kube::IsConflict(written) || (written.ok() && without)) continue;
     }
     return written;
@@ -75,14 +95,14 @@ StatusOr<bool> RegisterDriverOnNode(kube::KubeClient& client, const std::string&
     if (!node.ok()) return node.status();
     auto csinode = GetCsiNode(client, node_name);
     if (!csinode.ok()) return csinode.status();
-    auto patch = NodeRegistrationPatch(*node, *csinode, info);
+    auto patch = NodeRegistrationPatch(*node, csinode->ForRules(), info);
     if (!patch.ok()) return patch.status();
     if (patch->has_value()) {
       Status patched = client.Patch(NodePath(node_name), kube::PatchType::kMerge, **patch).status();
       if (kube::IsConflict(patched)) continue;
       FLEXCSI_RETURN_IF_ERROR(patched);
     }
-    const bool served = !csinode->is_null();
+    const bool served = !csinode->group_version.empty();
     FLEXCSI_RETURN_IF_ERROR(WriteCsiNodeEntry(client, *node, std::move(*csinode), info));
     return served;
   }
@@ -98,14 +118,15 @@ Status UnregisterDriverFromNode(kube::KubeClient& client, const std::string& nod
     auto csinode = GetCsiNode(client, node_name);
     if (!csinode.ok()) return csinode.status();
     // The labels first: which ones are the driver's own is read from its CSINode entry.
-    if (auto patch = NodeUnregistrationPatch(*node, *csinode, driver)) {
+    if (auto patch = NodeUnregistrationPatch(*node, csinode->ForRules(), driver)) {
       Status patched = client.Patch(NodePath(node_name), kube::PatchType::kMerge, *patch).status();
       if (kube::IsConflict(patched)) continue;
       FLEXCSI_RETURN_IF_ERROR(patched);
     }
-    if (csinode->is_object() && !csinode->empty()) {
-      if (auto updated = CsiNodeWithoutDriver(*csinode, driver)) {
-        Status written = client.Update(CsiNodes().Named(node_name), *updated).status();
+    if (!csinode->object.empty()) {
+      if (auto updated = CsiNodeWithoutDriver(csinode->object, driver)) {
+        Status written =
+            client.Update(csinode->Collection().Named(node_name), *updated).status();
         if (kube::IsConflict(written)) continue;
         FLEXCSI_RETURN_IF_ERROR(written);
       }
@@ -122,8 +143,8 @@ StatusOr<RegisteredDriver> InspectDriverRegistration(kube::KubeClient& client,
   if (!node.ok()) return node.status();
   auto csinode = GetCsiNode(client, node_name);
   if (!csinode.ok()) return csinode.status();
-  RegisteredDriver seen = ReadRegistration(*node, *csinode, expected);
-  seen.csinode_served = !csinode->is_null();
+  RegisteredDriver seen = ReadRegistration(*node, csinode->ForRules(), expected);
+  seen.csinode_served = !csinode->group_version.empty();
   return seen;
 }
 

@@ -28,9 +28,10 @@
 
 namespace flexcsi {
 
-// One registration written through the API: the Node patch, then the CSINode entry (skipped
-// where discovery lists no storage.k8s.io/v1 CSINode: clusters before 1.14 get labels and the
-// annotation only). Conflicts are retried on a fresh read. Returns whether a CSINode entry was
+// One registration written through the API: the Node patch, then the CSINode entry, in
+// storage.k8s.io/v1, or v1beta1 where only that is served (1.14-1.16: kubelet's nodeinfomanager
+// writes it there, and csi-provisioner v1.x takes its topology keys from it); skipped where
+// neither is served: clusters before 1.14 get labels and the annotation only. Conflicts are retried on a fresh read. Returns whether a CSINode entry was
 // written (false: not served).
 StatusOr<bool> RegisterDriverOnNode(kube::KubeClient& client, const std::string& node_name,
                                     const DriverNodeInfo& info);

@@ -87,4 +87,13 @@ StatusOr<bool> ServesResource(KubeClient& client, const std::string& group_versi
   return false;
 }
 
+StatusOr<std::string> CsiNodeGroupVersion(KubeClient& client) {
+  for (const char* group_version : {"storage.k8s.io/v1", "storage.k8s.io/v1beta1"}) {
+    auto served = ServesResource(client, group_version, "csinodes");
+    if (!served.ok()) return served.status();
+    if (*served) return std::string(group_version);
+  }
+  return std::string();
+}
+
 }  // namespace flexcsi::kube

@@ -39,4 +39,9 @@ StatusOr<ServerVersion> GetServerVersion(KubeClient& client);
 StatusOr<bool> ServesResource(KubeClient& client, const std::string& group_version,
                               const std::string& resource);
 
+// Where CSINode is served: "storage.k8s.io/v1" (1.17 and later), else "storage.k8s.io/v1beta1"
+// (1.14-1.16, where kubelet's nodeinfomanager writes it and csi-provisioner v1.x reads it), else
+// "" (before 1.14). Writers create the object in the version they read it from.
+StatusOr<std::string> CsiNodeGroupVersion(KubeClient& client);
+
 }  // namespace flexcsi::kube

@@ -158,6 +158,7 @@ TEST_F(KubeClientTest, DiscoveryTellsServedResourcesAndTheVersion) {
   EXPECT_EQ(true, *ServesResource(*client_, "v1", "configmaps"));
   EXPECT_EQ(true, *ServesResource(*client_, "storage.k8s.io/v1", "csinodes"));
   EXPECT_EQ(false, *ServesResource(*client_, "storage.k8s.io/v1", "nothings"));
+  EXPECT_EQ("storage.k8s.io/v1", *CsiNodeGroupVersion(*client_));
   // a group version that is not served at all is an answer, not an error
   auto absent = ServesResource(*client_, "snapshot.example.io/v9", "things");
   ASSERT_TRUE(absent.ok()) << absent.status().ToString();

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """flexcsi-controller hands provisioning over to the real csi-provisioner v3.4.1 on a real
 v1.24, for a CSI driver that takes seconds per CreateVolume (issue 38): no claim is ever
-provisioned twice, whichever way flexcsi-controller stops.
+provisioned twice, whichever way flexcsi-controller stops. On v1.14 (as
+cluster_handover_suite_v1_14) the same with that era's csi-provisioner v1.2.2 and its Endpoints
+lock (issue 35).
 
 The driver is csi-loopback behind tests/cluster/slow_csi_proxy.py, which holds every
 CreateVolume for DELAY seconds and logs what it passes on and from whom; both provisioners
 reach the driver only through it. Each claim must end with exactly one CreateVolume that reached
-the driver, one PV, one CSI volume, and a ProvisioningSucceeded from one component.
+the driver, one PV, one CSI volume, and the provisioning events of one component.
 
 1. Leader election (both with --leader-election on external-provisioner's Lease), ROUNDS
    rounds in a row, each with flexcsi-controller leading and claims in flight in the driver:
@@ -19,6 +21,11 @@ the driver, one PV, one CSI volume, and a ProvisioningSucceeded from one compone
       nothing more, and exits; csi-provisioner takes over as in b.
 2. Per node (--node-deployment on both, no lock): NODE_ROUNDS rounds of flexcsi-controller
    stopped with SIGTERM while its claims are in flight, then csi-provisioner started for the node.
+3. csi-provisioner v1.x (1.14's v1.2.2; tests 1 and 2 need v2+ flags and are skipped there):
+   both run, flexcsi-controller with --leader-election-lock endpoints, csi-provisioner with its
+   default Endpoints lock and fixed 15 s lease; V1_CLAIMS claims while flexcsi-controller leads
+   and csi-provisioner calls nothing; then kill -9 of each in turn with claims in flight and more
+   created while nobody leads: the other takes the Endpoints lock and provisions them all, once.
 
 FLEXCSI_HANDOVER_ROUNDS sets ROUNDS (20), FLEXCSI_HANDOVER_NODE_ROUNDS sets NODE_ROUNDS (as
 ROUNDS); FLEXCSI_HANDOVER_CONTROLLER runs another flexcsi-controller binary (an older build's,
@@ -45,6 +52,9 @@ DELAY = 6  # seconds per CreateVolume: longer than it takes to notice a lost lea
 ROUNDS = int(os.environ.get("FLEXCSI_HANDOVER_ROUNDS", "20"))
 NODE_ROUNDS = int(os.environ.get("FLEXCSI_HANDOVER_NODE_ROUNDS", str(ROUNDS)))
 CLAIMS_PER_STEP = 2
+V1_CLAIMS = 50  # test 3: claims while flexcsi-controller leads
+V1_TAKEOVER_CLAIMS = 5  # test 3: claims in flight at each kill -9, and again while nobody leads
+LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 HERE = os.path.dirname(os.path.abspath(__file__))
 OURS = "flexcsi-controller"
 
@@ -121,6 +131,27 @@ def create_volume_calls():
             for c in lines]
 
 
+def create_volume_received(who, since, until=None):
+    """Names of the CreateVolume calls of `who` the slow driver received between the times
+    `since` and `until` (time.time())."""
+    try:
+        with open(calls_log()) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+    return [c["name"] for c in lines
+            if c["event"] == "received" and ("ours" if "grpc-c++" in c["caller"] else "theirs")
+            == who and c["at"] >= since and (until is None or c["at"] <= until)]
+
+
+def skip_unless_csi_provisioner_takes_a_lease(test, needs):
+    version = clustertest.CLUSTER.version
+    if version.csi_provisioner_lock != "Lease":
+        test.skipTest("Kubernetes %s: its csi-provisioner (v1.x) takes an %s lock with fixed "
+                      "15/10/5 s timings and has no %s" % (version, version.csi_provisioner_lock,
+                                                           needs))
+
+
 def claim(ns, name, storage_class):
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": ns},
@@ -132,9 +163,15 @@ class Provisioners:
     """flexcsi-controller and csi-provisioner for the slow driver, each started anew as often as
     a step needs; `extra` are the flags both get (leader election or per-node)."""
 
-    def __init__(self, ns, ours_extra, theirs_extra, ours_kubeconfig):
+    def __init__(self, ns, ours_extra, theirs_extra, ours_kubeconfig,
+                 theirs_success="ProvisioningSucceeded"):
         c = clustertest.CLUSTER
         self.ns = ns
+        # The event each reports for a claim it provisioned. csi-provisioner v1.2.2 reports none
+        # at the end: it sets CreateProvisionedPVLimiter, so its PVs are saved by
+        # sig-storage-lib-external-provisioner's queueStore, which sends no
+        # ProvisioningSucceeded (volume_store.go); there its 'Provisioning' stands for it.
+        self.success = {"ours": "ProvisioningSucceeded", "theirs": theirs_success}
         self.ours = Process(OURS, [
             os.environ.get("FLEXCSI_HANDOVER_CONTROLLER") or
             os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
@@ -154,8 +191,8 @@ class Provisioners:
         self.theirs.stop(signal.SIGKILL)
         self.ours.stop(signal.SIGKILL)
 
-    def new_claims(self, step):
-        names = ["%s-%d" % (step, i) for i in range(CLAIMS_PER_STEP)]
+    def new_claims(self, step, count=CLAIMS_PER_STEP):
+        names = ["%s-%d" % (step, i) for i in range(count)]
         apply([claim(self.ns, n, self.ns) for n in names])
         listed = clustertest.CLUSTER.kubectl_json("get", "pvc", "-n", self.ns)["items"]
         uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in listed}
@@ -190,11 +227,12 @@ class Provisioners:
 
     def check(self, step, volumes, kind, strict):
         """Each claim of `volumes` has one CreateVolume passed on to the driver, one PV of `kind`
-        (flexVolume or csi) named as the volume, and a ProvisioningSucceeded from one component;
-        `strict`: no event of any other component (a provisioner that stopped cleanly never
-        began), else the other's at most 'Provisioning' (begun before it was killed or cut
-        off, never finished). What differs is kept in self.failures: every round runs, so that
-        a binary without the fix shows how often each way of stopping goes wrong."""
+        (flexVolume: flexcsi-controller's, csi: csi-provisioner's) named as the volume, and the
+        success event of the component that made it (self.success); `strict`: no event of any
+        other component (a provisioner that stopped cleanly never began), else the other's at
+        most 'Provisioning' (begun before it was killed or cut off, never finished). What
+        differs is kept in self.failures: every round runs, so that a binary without the fix
+        shows how often each way of stopping goes wrong."""
         bound = self.bound(volumes)
 
         def settled():
@@ -207,26 +245,45 @@ class Provisioners:
             return not any(open_calls.values())
         wait_for("the driver's CreateVolume calls to be passed on or dropped", settled, 90,
                  interval=0.2)
+
+        def provisioning_events():
+            """Per claim of the namespace: {'ours' | 'theirs': {reasons}}."""
+            events = {}
+            for e in clustertest.CLUSTER.kubectl_json("get", "events", "-n", self.ns)["items"]:
+                # the provisioners' own reasons (the PV controller's ExternalProvisioning aside)
+                if (e["involvedObject"].get("kind") != "PersistentVolumeClaim" or
+                        e.get("reason") not in ("Provisioning", "ProvisioningSucceeded",
+                                                "ProvisioningFailed")):
+                    continue
+                component = ((e.get("source") or {}).get("component") or
+                             e.get("reportingComponent"))
+                who = "ours" if component == OURS else "theirs"
+                events.setdefault(e["involvedObject"]["name"], {}).setdefault(
+                    who, set()).add(e.get("reason"))
+            return events
+
+        maker = "ours" if kind == "flexVolume" else "theirs"
+
+        def reported(by):
+            return self.success[maker] in by.get(maker, set())
+
+        # A provisioner sends its events on its own time, possibly after the claim is bound:
+        # wait (bounded) for every claim's success event, then judge what is there.
+        deadline = time.monotonic() + 30
+        while True:
+            events = provisioning_events()
+            if time.monotonic() > deadline or all(reported(events.get(n, {})) for n in volumes):
+                break
+            time.sleep(0.5)
         pvs = clustertest.pvs_by_name()
         forwarded = {}
         for event, name, who in create_volume_calls():
             if event == "forwarded":
                 forwarded.setdefault(name, []).append(who)
-        events = {}
-        for e in clustertest.CLUSTER.kubectl_json("get", "events", "-n", self.ns)["items"]:
-            # the provisioners' own reasons (the PV controller's ExternalProvisioning aside)
-            if (e["involvedObject"].get("kind") != "PersistentVolumeClaim" or e.get("reason")
-                    not in ("Provisioning", "ProvisioningSucceeded", "ProvisioningFailed")):
-                continue
-            component = (e.get("source") or {}).get("component") or e.get("reportingComponent")
-            who = "ours" if component == OURS else "theirs"
-            events.setdefault(e["involvedObject"]["name"], {}).setdefault(who, set()).add(
-                e.get("reason"))
         for name, volume in volumes.items():
             by = events.get(name, {})
-            succeeded = [w for w, reasons in by.items() if "ProvisioningSucceeded" in reasons]
             allowed = set() if strict else {"Provisioning"}
-            others = [reasons for w, reasons in by.items() if w not in succeeded[:1]]
+            others = [reasons for w, reasons in by.items() if w != maker]
             problems = [what for what, wrong in (
                 ("bound to %s, not %s" % (bound[name], volume), bound[name] != volume),
                 ("%d CreateVolume calls passed on (%s)" % (len(forwarded.get(volume, [])),
@@ -235,7 +292,7 @@ class Provisioners:
                 ("a PV with %s, not %s" % (sorted(pvs[bound[name]]["spec"]), kind),
                  kind not in pvs[bound[name]]["spec"]),
                 ("provisioning events %s" % by,
-                 len(succeeded) != 1 or not all(r <= allowed for r in others))) if wrong]
+                 not reported(by) or not all(r <= allowed for r in others))) if wrong]
             for problem in problems:
                 self.failures.append("%s, claim %s: %s" % (step, name, problem))
         self.count += len(volumes)
@@ -266,6 +323,7 @@ def storage_class(ns):
 
 class HandOverSuite(unittest.TestCase):
     def test_1_leader_stops_its_work_before_the_lock_goes(self):
+        skip_unless_csi_provisioner_takes_a_lease(self, "--leader-election-lease-duration")
         ns = "leader"
         election = ["--leader-election", "--leader-election-namespace", ns,
                     "--leader-election-lease-duration", "3s",
@@ -347,6 +405,7 @@ class HandOverSuite(unittest.TestCase):
             PARTITION.restore()
 
     def test_2_per_node_instance_finishes_its_claims_before_it_exits(self):
+        skip_unless_csi_provisioner_takes_a_lease(self, "--node-deployment")
         c = clustertest.CLUSTER
         ns = "pernode"
         apply([clustertest.namespace_object(ns), storage_class(ns)])
@@ -371,6 +430,121 @@ class HandOverSuite(unittest.TestCase):
             print("\nper-node hand-over, %d rounds, %d claims:" % (NODE_ROUNDS, p.count),
                   flush=True)
             p.report(self)
+        finally:
+            p.stop()
+
+    def test_3_csi_provisioner_v1_shares_its_endpoints_lock(self):
+        """csi-provisioner v1.x (v1.2.2 on 1.14) locks an Endpoints object by default, with a
+        fixed 15 s lease, 10 s renew deadline and 5 s retry, and exits at once when it loses it
+        (never releasing); flexcsi-controller takes the very same lock with
+        --leader-election-lock endpoints."""
+        version = clustertest.CLUSTER.version
+        if version.csi_provisioner_lock != "Endpoints":
+            self.skipTest("Kubernetes %s: its csi-provisioner takes a %s lock (test 1)"
+                          % (version, version.csi_provisioner_lock))
+        c = clustertest.CLUSTER
+        ns = "endpoints"
+        apply([clustertest.namespace_object(ns), storage_class(ns)])
+        # Our lease and renew deadline are v1.2.2's (it reads only its own, never the record's);
+        # a short retry takes the lock back soon after it has run out.
+        p = Provisioners(ns, ["--leader-election", "--leader-election-lock", "endpoints",
+                              "--leader-election-namespace", ns,
+                              "--leader-election-retry-period", "1s",
+                              "--worker-threads", str(V1_CLAIMS)],
+                         ["--enable-leader-election", "--leader-election-namespace", ns],
+                         c.kubeconfig, theirs_success="Provisioning")
+        lock = re.sub("[^a-zA-Z0-9-]", "-", DRIVER)
+
+        def holder():
+            endpoints = clustertest.get("endpoints", lock, ns)
+            record = ((endpoints or {}).get("metadata", {}).get("annotations") or {}).get(
+                LEADER_ANNOTATION)
+            return json.loads(record).get("holderIdentity", "") if record else ""
+
+        def a_candidate(proc, line):
+            """Until `proc`, as last started, has said it campaigns (its log has `line`)."""
+            def said():
+                with open(proc.log, errors="replace") as f:
+                    return line in f.read().rsplit("=== start:", 1)[-1]
+            wait_for("%s to campaign for the lock" % proc.name, said, 60, interval=0.2)
+
+        def in_flight(volumes, who):
+            """Until the driver holds a CreateVolume of `who` for one of `volumes` and has passed
+            none on: the moment to kill it."""
+            def held():
+                calls = [(e, n) for e, n, w in create_volume_calls()
+                         if w == who and n in volumes.values()]
+                if any(e != "received" for e, _ in calls):
+                    raise AssertionError("a CreateVolume was done before the kill: the "
+                                         "driver's delay is too short for this machine")
+                return calls
+            wait_for("a CreateVolume of %s in the driver" % who, held, 90, interval=0.1)
+
+        def takeover(killed, by, check):
+            """New claims; kill -9 of `killed` once the driver holds one of their CreateVolume
+            calls (`by`: its caller name); more claims while nobody leads. Those claims, and the
+            seconds from the kill until `check()` says the other holds the lock."""
+            volumes = p.new_claims("inflight-" + killed.name, V1_TAKEOVER_CLAIMS)
+            in_flight(volumes, by)
+            began = time.monotonic()
+            killed.stop(signal.SIGKILL)
+            volumes.update(p.new_claims("leaderless-" + killed.name, V1_TAKEOVER_CLAIMS))
+            wait_for("the other provisioner to take the lock", check, 90, interval=0.2)
+            return volumes, time.monotonic() - began
+
+        try:
+            p.ours.start()
+            wait_for("flexcsi-controller to take the lock", lambda: holder() == OURS, 60,
+                     interval=0.2)
+            p.theirs.start()
+            a_candidate(p.theirs, "attempting to acquire leader lease")
+            since = time.time()
+            volumes = p.new_claims("ours", V1_CLAIMS)
+            p.check("v1 flexcsi-controller leading", volumes, "flexVolume", strict=True)
+            theirs_meanwhile = create_volume_received("theirs", since)
+            self.assertEqual(holder(), OURS)
+            self.assertIsNone(clustertest.get("lease", lock, ns), "a Lease beside the Endpoints")
+
+            # flexcsi-controller killed: csi-provisioner takes the Endpoints lock.
+            volumes, taken = takeover(p.ours, "ours", lambda: holder() not in ("", OURS))
+            theirs_id = holder()
+            p.check("v1 kill-9 of flexcsi-controller", volumes, "csi", strict=False)
+
+            # csi-provisioner killed: flexcsi-controller, waiting meanwhile, takes it back.
+            since = time.time()
+            p.ours.start()
+            a_candidate(p.ours, "leader election: Endpoints %s/%s" % (ns, lock))
+            volumes, taken_back = takeover(p.theirs, "theirs", lambda: holder() == OURS)
+            ours_meanwhile = create_volume_received("ours", since, time.time() - taken_back)
+            p.check("v1 kill-9 of csi-provisioner", volumes, "flexVolume", strict=False)
+            self.assertEqual(holder(), OURS)
+
+            pvs = [pv for pv in clustertest.pvs_by_name().values()
+                   if pv["spec"].get("claimRef", {}).get("namespace") == ns]
+            calls = [n for e, n, _ in create_volume_calls() if e == "forwarded"]
+            print("\ncsi-provisioner v1.2.2 and flexcsi-controller on one Endpoints lock (lease "
+                  "15 s, CreateVolume %d s): %d claims, %d PVs (%d FlexVolume, %d CSI), %d "
+                  "CreateVolume calls passed to the driver for them; csi-provisioner (%s) led "
+                  "%.1f s after flexcsi-controller's kill -9, flexcsi-controller %.1f s after "
+                  "csi-provisioner's; CreateVolume calls of the one not leading: %d and %d"
+                  % (DELAY, p.count, len(pvs), sum("flexVolume" in pv["spec"] for pv in pvs),
+                     sum("csi" in pv["spec"] for pv in pvs),
+                     len([n for n in calls if n in {pv["metadata"]["name"] for pv in pvs}]),
+                     theirs_id, taken, taken_back, len(theirs_meanwhile),
+                     len(ours_meanwhile)), flush=True)
+            self.assertEqual(theirs_meanwhile, [], "csi-provisioner called the driver while "
+                             "flexcsi-controller held the lock")
+            self.assertEqual(ours_meanwhile, [], "flexcsi-controller called the driver while "
+                             "csi-provisioner held the lock")
+            self.assertEqual(len(pvs), p.count)
+            p.report(self)
+            # Neither takes the lock before 15 s have passed since it last saw it renewed, which
+            # is at most one retry before the kill (csi-provisioner's 5 s, ours 1 s; it renews
+            # every 5 s): 10 s at least.
+            self.assertGreaterEqual(taken, 9.5)
+            self.assertGreaterEqual(taken_back, 9.5)
+            self.assertLess(taken, 60)
+            self.assertLess(taken_back, 60)
         finally:
             p.stop()
 

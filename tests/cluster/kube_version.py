@@ -95,6 +95,14 @@ class KubeVersion:
         return self.at_least(14)
 
     @property
+    def csi_provisioner_lock(self):
+        """The leader-election lock the csi-provisioner of this release's assets takes by default
+        for a driver: v1.2.2 (1.14) an Endpoints object, with fixed 15/10/5 s timings and no
+        --node-deployment; v3.4.1 (1.24) a Lease. csi-provisioner v2.0, for 1.17 and later,
+        dropped the Endpoints lock (cmd/csi-provisioner: --leader-election, Leases only)."""
+        return "Lease" if self.at_least(17) else "Endpoints"
+
+    @property
     def refuses_csi_migration(self):
         """`flexcsi migrate apply` refuses: kubelet before 1.13 cannot mount the CSI PVs it
         would make (migrate/cluster_support.h)."""

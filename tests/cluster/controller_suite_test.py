@@ -101,8 +101,21 @@ def provisions_wait_for_first_consumer():
     return clustertest.CLUSTER.version.at_least(11)
 
 
-def knows_data_source():
-    return clustertest.CLUSTER.version.at_least(12)
+def keeps_clone_source():
+    """A claim's dataSource naming a claim is kept from 1.16 (VolumePVCDataSource beta); before,
+    the API server drops it (the field itself is in the schema from 1.12)."""
+    return clustertest.CLUSTER.version.at_least(16)
+
+
+def keeps_snapshot_source():
+    """A dataSource naming a VolumeSnapshot is kept from 1.17 (VolumeSnapshotDataSource beta)."""
+    return clustertest.CLUSTER.version.at_least(17)
+
+
+def grows_claims():
+    """A claim's request may grow from 1.11 (ExpandPersistentVolumes beta); before, it is
+    immutable."""
+    return clustertest.CLUSTER.version.at_least(11)
 
 
 def assert_refused_once(test, ns, name, message_part, reason="ProvisioningFailed"):
@@ -172,8 +185,10 @@ class ControllerSuite(unittest.TestCase):
         node = clustertest.CLUSTER.node_name
         wait_for("the driver's registration on the node", lambda: registered_as(node), 60)
         label, annotated, entry = registration()
-        self.assertEqual(entry, {"name": DRIVER, "nodeID": node, "topologyKeys": [TOPOLOGY_KEY],
-                                 "allocatable": {"count": 64}})
+        expected = {"name": DRIVER, "nodeID": node, "topologyKeys": [TOPOLOGY_KEY]}
+        if clustertest.CLUSTER.version.csinode_has_allocatable:
+            expected["allocatable"] = {"count": 64}
+        self.assertEqual(entry, expected)
         csinode = get("csinode", node)
         self.assertEqual(csinode["metadata"]["ownerReferences"][0]["kind"], "Node")
         n = get("node", node)["metadata"]
@@ -268,16 +283,20 @@ class ControllerSuite(unittest.TestCase):
                busybox_pod(ns, "source", claim_volume("source"), DATA,
                            command="echo original > /data/file; sync; sleep 3600")])
         wait_pod_running(ns, "source", timeout=180)
+        source_kib = df_kib(ns, "source")
         delete_and_wait("pod", "source", ns)
         clone = claim(ns, "clone", "expandable",
                       data_source={"kind": "PersistentVolumeClaim", "name": "source"})
-        if not knows_data_source():
+        if not keeps_clone_source():
             apply_dropping_data_source(self, clone)
             assert_refused_once(self, ns, "clone",
                                 'spec.dataSource PersistentVolumeClaim "source", which the API '
                                 "server (Kubernetes %s) dropped" % clustertest.CLUSTER.version)
             self.assertEqual(get("pvc", "clone", ns)["status"]["phase"], "Pending")
             delete_and_wait("pvc", "clone", ns)
+            if grows_claims():
+                self.grow_at_the_next_mount(ns, "source", source_kib)
+                return
             # Growing a claim: the request is immutable while ExpandPersistentVolumes (alpha,
             # off) is off, so the API server refuses it and nothing reaches the controller.
             try:
@@ -302,6 +321,24 @@ class ControllerSuite(unittest.TestCase):
         for name in ("clone", "source"):
             delete_and_wait("pod", name, ns)
             delete_claim_and_its_pv(ns, name)
+
+    def grow_at_the_next_mount(self, ns, name, before_kib):
+        """A claim with no pod grown (no clone to grow before 1.16): flexcsi-controller grows
+        the volume, and kubelet its file system when a pod mounts it next (before 1.15 that is
+        the only time it does)."""
+        clustertest.CLUSTER.kubectl("patch", "pvc", name, "-n", ns, "--type", "merge", "-p",
+                                    '{"spec":{"resources":{"requests":{"storage":"400Mi"}}}}')
+        wait_for("the PV of %s to be grown" % name,
+                 lambda: get("pv", get("pvc", name, ns)["spec"]["volumeName"])["spec"]
+                 ["capacity"]["storage"] == "400Mi", 180)
+        apply([busybox_pod(ns, name, claim_volume(name), DATA)])
+        wait_pod_running(ns, name, timeout=180)
+        wait_for("the claim %s to report 400Mi" % name,
+                 lambda: get("pvc", name, ns)["status"]["capacity"]["storage"] == "400Mi", 180)
+        self.assertGreater(df_kib(ns, name), before_kib + 60 * 1024)  # 320Mi to 400Mi
+        self.assertEqual(exec_in(ns, name, "cat", "/data/file").strip(), "original")
+        delete_and_wait("pod", name, ns)
+        delete_claim_and_its_pv(ns, name)
 
     def test_6_snapshot_and_restore_beside_snapshot_controller(self):
         ns = "snapshots"
@@ -371,7 +408,7 @@ class ControllerSuite(unittest.TestCase):
         restored = claim(ns, "restored", "immediate-xfs",
                          data_source={"apiGroup": "snapshot.storage.k8s.io",
                                       "kind": "VolumeSnapshot", "name": "snap"})
-        if knows_data_source():
+        if keeps_snapshot_source():
             apply(restored)
             refusal = 'dataSource VolumeSnapshot "snap" needs snapshot.storage.k8s.io/v1'
         else:
@@ -428,8 +465,10 @@ class ControllerSuite(unittest.TestCase):
         one driver: each claim gets exactly one PV and one CSI volume, whichever holds the lock,
         and each takes over when the other is killed with -9."""
         c = clustertest.CLUSTER
-        if not c.version.at_least(14):
-            self.skipTest("Kubernetes %s: external-provisioner v3 needs Leases (1.14+)" % c.version)
+        if not c.version.at_least(20):
+            # the csi-provisioner kept beside 1.14 (kube-assets) is v1.2.2, none beside 1.10
+            self.skipTest("Kubernetes %s: no csi-provisioner v3 of its era; v1.2.2's Endpoints "
+                          "lock is cluster_handover_suite_v1_14's" % c.version)
         # external-provisioner's lock: the driver's name with what a name may not hold as '-'
         ns, lock = "handover", re.sub("[^a-zA-Z0-9-]", "-", DRIVER)
         election = ["--leader-election", "--leader-election-namespace", ns,

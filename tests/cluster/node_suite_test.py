@@ -230,6 +230,7 @@ class NodeSuite(unittest.TestCase):
                                                    "/data/after": 0o060})
         for_each_shape(run)
 
+    # in use from 1.15; on 1.13-1.14 at the pod's next mount
     @clustertest.needs("expands_flexvolume", "FlexVolume PVs expand from Kubernetes 1.13 on")
     def test_4_claim_grows_while_in_use(self):
         def run(shape):
@@ -237,6 +238,20 @@ class NodeSuite(unittest.TestCase):
             clustertest.CLUSTER.kubectl("patch", "pvc", "claim", "-n", ns(shape), "--type",
                                         "merge", "-p",
                                         '{"spec":{"resources":{"requests":{"storage":"400Mi"}}}}')
+            if not clustertest.CLUSTER.version.expands_in_use:
+                # The expand controller grows the volume; kubelet grows its file system only
+                # when it mounts the volume anew: the pod is made again once nothing of it is
+                # mounted any more.
+                wait_for("%s's PV to be grown" % shape,
+                         lambda: get("pv", get("pvc", "claim", ns(shape))["spec"]["volumeName"])
+                         ["spec"]["capacity"]["storage"] == "400Mi", timeout=180)
+                delete_and_wait("pod", "again", ns(shape))
+                wait_for("no mount of %s's volume left" % shape,
+                         lambda: not [m for m in namespace.mount_points()
+                                      if "flex-" + shape in m or "pv-" + shape in m])
+                apply(busybox_pod(ns(shape), "again", claim_volumes(shape), DATA_MOUNT,
+                                  fs_group=FS_GROUP))
+                wait_pod_running(ns(shape), "again")
             wait_for("claim of %s to report 400Mi" % shape,
                      lambda: get("pvc", "claim", ns(shape))["status"]["capacity"]["storage"]
                      == "400Mi", timeout=180)

@@ -4,11 +4,12 @@
 //
 // external-provisioner names the lock after the provisioner name with '/' made '-', and
 // csi-lib-utils' leaderelection then replaces every character outside [a-zA-Z0-9-] with '-' and
-// appends 'X' to a name ending in '-' (sanitizeName). The name is the same in every version;
-// the kind differs (LeaderElectionConfig::Lock, controller/leader_election.h):
+// appends 'X' to a name ending in '-' (sanitizeName). The name is the same from v1.1 on (v1.0.x
+// left its lock to sig-storage-lib-external-provisioner, which made only '/' '-'); the kind
+// differs (LeaderElectionConfig::Lock, controller/leader_election.h):
 //   - v3.x (cmd/csi-provisioner, csi-lib-utils v0.12.0 in v3.4.1) and v2.x: a
 //     coordination.k8s.io/v1 Lease;
-//   - v1.x (v1.2.2, the release of Kubernetes 1.14; flag --enable-leader-election): an Endpoints
+//   - v1.1-v1.6 (v1.2.2 on Kubernetes 1.14; flag --enable-leader-election): an Endpoints
 //     object by default (--leader-election-type=endpoints), a Lease with
 //     --leader-election-type=leases; its record is client-go's, in the Endpoints annotation
 //     control-plane.alpha.kubernetes.io/leader.

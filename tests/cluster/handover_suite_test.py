@@ -498,25 +498,30 @@ class HandOverSuite(unittest.TestCase):
                      interval=0.2)
             p.theirs.start()
             a_candidate(p.theirs, "attempting to acquire leader lease")
-            since = time.time()
+            since, began = time.time(), time.monotonic()
             volumes = p.new_claims("ours", V1_CLAIMS)
             p.check("v1 flexcsi-controller leading", volumes, "flexVolume", strict=True)
+            p.timed("%d claims created to bound and checked" % V1_CLAIMS, began)
             theirs_meanwhile = create_volume_received("theirs", since)
             self.assertEqual(holder(), OURS)
             self.assertIsNone(clustertest.get("lease", lock, ns), "a Lease beside the Endpoints")
 
             # flexcsi-controller killed: csi-provisioner takes the Endpoints lock.
+            began = time.monotonic()
             volumes, taken = takeover(p.ours, "ours", lambda: holder() not in ("", OURS))
             theirs_id = holder()
             p.check("v1 kill-9 of flexcsi-controller", volumes, "csi", strict=False)
+            p.timed("flexcsi-controller's kill -9 step (%d claims)" % len(volumes), began)
 
             # csi-provisioner killed: flexcsi-controller, waiting meanwhile, takes it back.
             since = time.time()
             p.ours.start()
             a_candidate(p.ours, "leader election: Endpoints %s/%s" % (ns, lock))
+            began = time.monotonic()
             volumes, taken_back = takeover(p.theirs, "theirs", lambda: holder() == OURS)
             ours_meanwhile = create_volume_received("ours", since, time.time() - taken_back)
             p.check("v1 kill-9 of csi-provisioner", volumes, "flexVolume", strict=False)
+            p.timed("csi-provisioner's kill -9 step (%d claims)" % len(volumes), began)
             self.assertEqual(holder(), OURS)
 
             pvs = [pv for pv in clustertest.pvs_by_name().values()

@@ -231,6 +231,15 @@ int main(int argc, char** argv) {
                  "--leader-election-lease-duration\n";
     return 2;
   }
+  // csi-provisioner v1.x judges expiry by its own fixed 15 s lease, whatever the record says:
+  // this instance must stop writing before then.
+  if (options.election.lock == controller::LeaderElectionConfig::Lock::kEndpoints &&
+      options.election.renew_deadline >= std::chrono::seconds(15)) {
+    std::cerr << "flexcsi-controller: with --leader-election-lock endpoints, "
+                 "--leader-election-renew-deadline must be shorter than 15s: csi-provisioner v1.x "
+                 "takes the lock 15 s after it last saw it renewed, whatever the lock says\n";
+    return 2;
+  }
   // The lock is external-provisioner's for the driver, so that the two never provision for it
   // at once. One lock gates all the work of a process: with leader election it serves one
   // provisioner name (run one flexcsi-controller per driver to hand them over one by one).

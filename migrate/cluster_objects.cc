@@ -88,9 +88,15 @@ StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client, const std:
 
 Status ListDriverRegistrations(kube::KubeClient& client, ClusterObjects* o) {
   using kube::ResourcePath;
-  // Not served before 1.18 (CSIDriver v1) and 1.17 (CSINode v1): none then.
+  // CSIDriver is storage.k8s.io/v1 from 1.18, a built-in v1beta1 from 1.14 (1.14-1.17 serve
+  // only that; the name, all the planner reads, is the same), none before.
+  bool csidrivers_served = false;
   FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csidrivers"),
-                                   true, &o->csidrivers));
+                                   true, &o->csidrivers, &csidrivers_served));
+  if (!csidrivers_served) {
+    FLEXCSI_RETURN_IF_ERROR(ListInto(
+        client, ResourcePath::Group("storage.k8s.io/v1beta1", "csidrivers"), true, &o->csidrivers));
+  }
   bool csinodes_served = false;
   FLEXCSI_RETURN_IF_ERROR(ListInto(client, ResourcePath::Group("storage.k8s.io/v1", "csinodes"),
                                    true, &o->csinodes, &csinodes_served));

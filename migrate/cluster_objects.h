@@ -41,10 +41,10 @@ struct ClusterObjects {
 StatusOr<ClusterObjects> ListClusterObjects(kube::KubeClient& client,
                                             const std::string& namespace_);
 
-// Where the planner learns which CSI drivers are installed: the CSIDrivers and CSINodes
-// (storage.k8s.io/v1), and, where no CSINode v1 is served (before 1.17), the Nodes, whose
-// csi.volume.kubernetes.io/nodeid annotation then shows the registrations. Replaces
-// objects->nodes in that case.
+// Where the planner learns which CSI drivers are installed: the CSIDrivers (storage.k8s.io/v1,
+// else v1beta1: 1.14-1.17) and CSINodes (v1), and, where no CSINode v1 is served (before 1.17),
+// the Nodes, whose csi.volume.kubernetes.io/nodeid annotation then shows the registrations.
+// Replaces objects->nodes in that case.
 Status ListDriverRegistrations(kube::KubeClient& client, ClusterObjects* objects);
 
 // The leftovers check also needs VolumeAttachments and Nodes (leftovers.h).

@@ -2,11 +2,14 @@
 // a fresh Retain and a uid precondition, and the create of the PV under its old name.
 #include "migrate/pv_move_run.h"
 
+#include <set>
+
 namespace flexcsi::migrate {
 
 namespace {
 
 constexpr const char* kPvProtection = "kubernetes.io/pv-protection";
+constexpr const char* kProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
 
 bool HasFinalizer(const json& obj, const std::string& f) {
   const json::json_pointer p("/metadata/finalizers");
@@ -15,6 +18,23 @@ bool HasFinalizer(const json& obj, const std::string& f) {
     if (x.is_string() && x.get<std::string>() == f) return true;
   }
   return false;
+}
+
+// The finalizers of a PV being deleted by a move that nobody needs any more (DeletePvSafely).
+std::set<std::string> RemovableFinalizers(const json& pv) {
+  std::set<std::string> gone;
+  if (Str(pv, kPhase) == "Bound") return gone;
+  if (HasFinalizer(pv, kPvProtection)) gone.insert(kPvProtection);
+  if (Str(pv, kReclaim) == "Retain" && HasFinalizer(pv, kProvisionerFinalizer)) {
+    gone.insert(kProvisionerFinalizer);
+  }
+  return gone;
+}
+
+std::string Join(const std::set<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
 }
 
 bool Terminating(const json& obj) {
@@ -78,24 +98,26 @@ Status PvMover::Run::DeletePvSafely(PvKind expected) {
           }
           return false;  // re-read: gone, terminating, or changed (409)
         }
-        // Terminating. pv-protection holds a Bound PV only; this one is not Bound, so the
-        // condition is false and the finalizer may go (the controller would remove it too).
-        if (HasFinalizer(pv, kPvProtection) && Str(pv, kPhase) != "Bound") {
+        // Terminating. The finalizers left that guard nothing here go, as their controllers
+        // would remove them: pv-protection holds a Bound PV only, and this one is not Bound;
+        // external-provisioner's finalizer holds the PV until the provisioner has deleted the
+        // volume, which it never does for a Retain PV (csi-provisioner v3.4.1 removes it from
+        // one; v1.2.2, the 1.14 era's, does not know it, nor does a stopped flexcsi-controller
+        // remove it, and the PV would stay Terminating for good).
+        if (!RemovableFinalizers(pv).empty()) {
           const std::string uid = UidOf(pv);
           Status s = EditPv(
               [&](json& p) -> StatusOr<bool> {
-                if (UidOf(p) != uid || !HasFinalizer(p, kPvProtection) ||
-                    Str(p, kPhase) == "Bound") {
-                  return false;
-                }
+                const std::set<std::string> gone = RemovableFinalizers(p);
+                if (UidOf(p) != uid || gone.empty()) return false;
                 json kept = json::array();
                 for (const auto& f : p["metadata"]["finalizers"]) {
-                  if (f != kPvProtection) kept.push_back(f);
+                  if (!f.is_string() || gone.count(f.get<std::string>()) == 0) kept.push_back(f);
                 }
                 p["metadata"]["finalizers"] = kept;
                 return true;
               },
-              "remove the pv-protection finalizer");
+              "remove the " + Join(RemovableFinalizers(pv)) + " finalizer");
           if (!s.ok() && !kube::IsNotFound(s)) return s;
         }
         return false;

@@ -16,7 +16,9 @@
 //                      is the one condition pv-protection guards, so the finalizer may go.
 //   deleting-old       fresh re-read must show Retain; DELETE with uid+resourceVersion
 //                      preconditions; the pv-protection finalizer is removed once P is seen not
-//                      Bound (the controller does the same); wait until P is gone
+//                      Bound (the controller does the same), external-provisioner's finalizer
+//                      from the Retain P (csi-provisioner v3 does the same; v1.x never, nor a
+//                      stopped flexcsi-controller); wait until P is gone
 //   creating-new       C's uid re-checked; the translator's output is created under the same name
 //                      with claimRef {C's namespace, name, uid} and reclaim Retain
 //   binding            wait for the PV controller: C Lost -> Bound to the new P, P Bound

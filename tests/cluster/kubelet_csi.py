@@ -2,8 +2,13 @@
 real csi-node-driver-registrar on each node (kubelet finds the driver through its plugin
 registration dir and writes the CSINode entry), the real csi-attacher once (VolumeAttachments
 become ControllerPublish calls), and the CSIDriver object. Used by the suites that move
-FlexVolume PVs to CSI (`flexcsi migrate`) and then need kubelet to mount the CSI PVs."""
+FlexVolume PVs to CSI (`flexcsi migrate`) and then need kubelet to mount the CSI PVs.
+
+The sidecars are those kept beside the cluster's release (kube_version.py says what differs):
+on 1.14, csi-node-driver-registrar v1.1.0 knows only /registration, and CSIDriver is v1beta1."""
 import os
+import shlex
+import subprocess
 
 from cluster import Process
 from clustertest import apply, get, wait_for
@@ -13,13 +18,34 @@ def registrar(cluster, csi_socket, node=None):
     """csi-node-driver-registrar for the csi-loopback listening on `csi_socket`: on `node`'s
     kubelet (in that node's namespaces) or, without one, on the single-node cluster's."""
     kubelet_root = node.kubelet_root if node else cluster.kubelet_root
+    registry = os.path.join(kubelet_root, "plugins_registry")
     suffix = "-" + node.name if node else ""
-    return Process("csi-node-driver-registrar" + suffix, [
-        *(node.enter() if node else []),
-        os.path.join(cluster.bin, "csi-node-driver-registrar"), "--csi-address", csi_socket,
-        "--kubelet-registration-path", csi_socket,
-        "--plugin-registration-path", os.path.join(kubelet_root, "plugins_registry")],
-        os.path.join(cluster.logs, "csi-node-driver-registrar%s.log" % suffix))
+    binary = os.path.join(cluster.bin, "csi-node-driver-registrar")
+    flags = ["--csi-address", csi_socket, "--kubelet-registration-path", csi_socket]
+    if cluster.version.registrar_takes_registration_path:
+        argv = [binary, *flags, "--plugin-registration-path", registry]
+    else:
+        root = os.path.join(node.dir if node else cluster.dir, "registrar-root" + suffix)
+        argv = chrooted(root, binary, flags, {registry: "/registration",
+                                              os.path.dirname(csi_socket): None})
+    return Process("csi-node-driver-registrar" + suffix, [*(node.enter() if node else []), *argv],
+                   os.path.join(cluster.logs, "csi-node-driver-registrar%s.log" % suffix))
+
+
+def chrooted(root, binary, flags, binds):
+    """argv that runs the static `binary` with `flags` chrooted into `root`, in a private mount
+    namespace (the binds end with the process) where each folder of `binds` is bound at its
+    value, or at its own path where that is None. For a sidecar whose paths are fixed, as the
+    registrar's /registration before v2.0.0."""
+    script = ["set -e"]
+    for source, target in [*binds.items(), (binary, "/" + os.path.basename(binary))]:
+        inside = root + (target or source)
+        make = "mkdir -p %s" % shlex.quote(inside) if os.path.isdir(source) else \
+            "mkdir -p %s && : > %s" % (shlex.quote(os.path.dirname(inside)), shlex.quote(inside))
+        script += [make, "mount --bind %s %s" % (shlex.quote(source), shlex.quote(inside))]
+    script.append("exec chroot %s %s" % (shlex.quote(root), shlex.join(
+        ["/" + os.path.basename(binary), *flags])))
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", "\n".join(script)]
 
 
 def attacher(cluster, csi_socket, name="csi-attacher"):
@@ -30,10 +56,26 @@ def attacher(cluster, csi_socket, name="csi-attacher"):
         os.path.join(cluster.logs, name + ".log"))
 
 
-def csi_driver_objects(*names):
-    """CSIDriver objects of attachable drivers whose volumes kubelet chowns for fsGroup."""
-    return [{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": n},
-             "spec": {"attachRequired": True, "fsGroupPolicy": "File"}} for n in names]
+def csi_driver_objects(cluster, *names):
+    """CSIDriver objects of attachable drivers whose volumes kubelet chowns for fsGroup (before
+    fsGroupPolicy, kubelet does so for a read-write RWO PV with an fsType on its own)."""
+    spec = {"attachRequired": True}
+    if cluster.version.csi_driver_has_fs_group_policy:
+        spec["fsGroupPolicy"] = "File"
+    return [{"apiVersion": cluster.version.csi_driver_api_version, "kind": "CSIDriver",
+             "metadata": {"name": n}, "spec": dict(spec)} for n in names]
+
+
+def sidecar_versions(cluster):
+    """{program: version} of the sidecars in cluster.bin, as each prints it for --version
+    (registrar v1.1.0 exits without --kubelet-registration-path, even for --version)."""
+    versions = {}
+    for name, extra in (("csi-node-driver-registrar", ["--kubelet-registration-path", "/x"]),
+                        ("csi-attacher", []), ("csi-provisioner", [])):
+        done = subprocess.run([os.path.join(cluster.bin, name), *extra, "--version"],
+                              capture_output=True, text=True, timeout=30)
+        versions[name] = (done.stdout + done.stderr).split()[-1]
+    return versions
 
 
 def registered(node_name, driver):
@@ -50,7 +92,7 @@ def start(cluster, driver, node_sockets, controller_socket, attacher_name="csi-a
     procs = [*registrars.values(), attacher(cluster, controller_socket, attacher_name)]
     for p in procs:
         p.start()
-    apply(csi_driver_objects(driver))
+    apply(csi_driver_objects(cluster, driver))
     for node, proc in registrars.items():
         name = node.name if node else cluster.node_name
 

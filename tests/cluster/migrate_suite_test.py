@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """`flexcsi migrate` on a real Kubernetes v1.24, with kubelet's own CSI plugin on the far side:
 csi-loopback registered with kubelet by csi-node-driver-registrar, attached by csi-attacher.
+Also on v1.14.6 (cluster_migrate_suite_v1_14), where users leave FlexVolume, with that era's
+sidecars (registrar v1.1.0 chrooted onto kubelet's plugins_registry, csi-attacher v1.1.1,
+csi-provisioner v1.2.2; kubelet_csi.py), every test as on v1.24.
 
 0. a Deployment whose claim, StorageClass and provisioning all move: flexcsi-controller
    provisions its FlexVolume PV from a default StorageClass; `plan --leftovers` lists it and an
@@ -67,6 +70,7 @@ def setUpModule():
     # A moved claim binds again at the PV controller's next periodic sync: 5 s in the test
     # cluster (cluster.py), 15 s by default (the benchmark, bench/migrate_cluster_bench.py).
     c = clustertest.start_cluster()
+    print("Kubernetes %s, sidecars %s" % (c.version, kubelet_csi.sidecar_versions(c)), flush=True)
     PLUGINS = NodePlugins(c, shapes=[SHAPE])
     PLUGINS.start()
     socket = PLUGINS.csi_socket(SHAPE)
@@ -74,7 +78,7 @@ def setUpModule():
     SIDECARS.extend([kubelet_csi.registrar(c, socket), kubelet_csi.attacher(c, socket)])
     for p in SIDECARS:
         p.start()
-    apply(kubelet_csi.csi_driver_objects(DRIVER, "ebs.csi.aws.com"))
+    apply(kubelet_csi.csi_driver_objects(c, DRIVER, "ebs.csi.aws.com"))
     wait_for("kubelet to register csi-loopback (CSINode)",
              lambda: kubelet_csi.registered(c.node_name, DRIVER), 60)
     RULES = migrate_run.write_rules(os.path.join(c.dir, "rules.yaml"), flex_driver(SHAPE), DRIVER)
@@ -252,8 +256,9 @@ class MigrateSuite(unittest.TestCase):
         CONTROLLER.stop()
         provisioner = Process("csi-provisioner", [
             os.path.join(c.bin, "csi-provisioner"), "--csi-address", PLUGINS.csi_socket(SHAPE),
-            "--kubeconfig", c.kubeconfig, "--leader-election=false", "--timeout", "30s",
-            "--feature-gates=Topology=true"], os.path.join(c.logs, "csi-provisioner.log"))
+            "--kubeconfig", c.kubeconfig, *c.version.csi_provisioner_without_leader_election,
+            "--timeout", "30s", "--feature-gates=Topology=true"],
+            os.path.join(c.logs, "csi-provisioner.log"))
         provisioner.start()
         SIDECARS.append(provisioner)
 
@@ -429,7 +434,7 @@ class MigrateSuite(unittest.TestCase):
 
     def test_5_a_statefulset_moves_under_one_scale_down(self):
         """3 replicas x 2 volumeClaimTemplates claims on FlexVolume PVs, an autoscaling/v2 HPA
-        (minReplicas 3) on the StatefulSet: one `apply --all --scale-down`, killed with -9 at a
+        (v2beta2 before 1.23; minReplicas 3) on the StatefulSet: one `apply --all --scale-down`, killed with -9 at a
         point chosen by FLEXCSI_FAULT_SEED and resumed, scales it to 0 once and back to 3 once
         (the API server's audit log, bodies included), and the HPA never scales it up meanwhile
         (its controller disables itself while the target is at 0)."""
@@ -459,7 +464,8 @@ class MigrateSuite(unittest.TestCase):
                                       "spec": template["spec"]},
                          "volumeClaimTemplates": [claim_template("data"),
                                                   claim_template("logs")]}},
-               {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+               {"apiVersion": clustertest.CLUSTER.version.hpa_api_version,
+                "kind": "HorizontalPodAutoscaler",
                 "metadata": {"name": name, "namespace": ns},
                 "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet",
                                             "name": name},
@@ -518,8 +524,11 @@ class MigrateSuite(unittest.TestCase):
 
     def assert_scaled_once(self, seen, replicas, what):
         """The StatefulSet's /scale writes since audit event `seen`: flexcsi's to 0 and back."""
-        written = migrate_run.scale_writes(clustertest.CLUSTER.audit_events()[seen:],
-                                           "statefulsets")
+        # 1.14 records no body of a /scale update (requestObject null); its answer, the Scale
+        # as written, carries the same replicas.
+        events = [dict(e, requestObject=e.get("requestObject") or e.get("responseObject"))
+                  for e in clustertest.CLUSTER.audit_events()[seen:]]
+        written = migrate_run.scale_writes(events, "statefulsets")
         print("%s: StatefulSet scale writes %s" % (what, written), flush=True)
         self.assertEqual(written, [("flexcsi", 0), ("flexcsi", replicas)],
                          "%s: the StatefulSet was not scaled to 0 once and back once by flexcsi "

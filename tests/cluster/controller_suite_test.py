@@ -15,9 +15,10 @@ provisions FlexVolume PVs whose pods really run:
 6. a snapshot with the community snapshot-controller and the snapshot CRDs present, restored
    into a new claim whose pod reads the data
 7. a claim that cannot be provisioned: its ProvisioningFailed tries come at backoff spacing
-8. flexcsi-controller and the real csi-provisioner v3.4.1, both with leader election, for one
-   driver: they share external-provisioner's Lease, so 70 claims get 70 PVs and 70 CSI volumes
-   while each is killed with -9 in turn and the other takes over (skipped before 1.14: no Lease)
+8. flexcsi-controller and the real csi-provisioner v3.4.1 (v1.2.2 with --leader-election-type=
+   leases on 1.14), both with leader election, for one driver: they share external-provisioner's
+   Lease, so 70 claims get 70 PVs and 70 CSI volumes while each is killed with -9 in turn and
+   the other takes over (skipped before 1.14: no Lease)
 
 On v1.10.6 (no CSINode, Lease or snapshot API; docs/controller.md "Old clusters") the same
 suite shows what that release can do and how the rest is refused: the Immediate claim is served
@@ -461,19 +462,30 @@ class ControllerSuite(unittest.TestCase):
         self.assertGreaterEqual(gaps[-1], 3.0, "the backoff does not grow: %s" % tries)
 
     def test_8_one_provisioner_per_driver_beside_external_provisioner(self):
-        """flexcsi-controller and the real csi-provisioner v3.4.1, both with leader election, for
-        one driver: each claim gets exactly one PV and one CSI volume, whichever holds the lock,
-        and each takes over when the other is killed with -9."""
+        """flexcsi-controller and the real csi-provisioner of the release's era (v3.4.1; v1.2.2
+        on 1.14), both with leader election on a Lease, for one driver: each claim gets exactly
+        one PV and one CSI volume, whichever holds the lock, and each takes over when the other
+        is killed with -9."""
         c = clustertest.CLUSTER
-        if not c.version.at_least(20):
-            # the csi-provisioner kept beside 1.14 (kube-assets) is v1.2.2, none beside 1.10
-            self.skipTest("Kubernetes %s: no csi-provisioner v3 of its era; v1.2.2's Endpoints "
-                          "lock is cluster_handover_suite_v1_14's" % c.version)
+        if not c.version.serves_lease:
+            self.skipTest("Kubernetes %s: no Lease API (coordination.k8s.io/v1 is 1.14's), and "
+                          "no csi-provisioner of its era" % c.version)
         # external-provisioner's lock: the driver's name with what a name may not hold as '-'
         ns, lock = "handover", re.sub("[^a-zA-Z0-9-]", "-", DRIVER)
-        election = ["--leader-election", "--leader-election-namespace", ns,
-                    "--leader-election-lease-duration", "8s",
-                    "--leader-election-renew-deadline", "5s", "--leader-election-retry-period", "1s"]
+        if c.version.csi_provisioner_lock == "Lease":
+            lease = "8s"
+            election = ["--leader-election", "--leader-election-namespace", ns,
+                        "--leader-election-lease-duration", lease,
+                        "--leader-election-renew-deadline", "5s",
+                        "--leader-election-retry-period", "1s"]
+            ours_election = theirs_election = election
+        else:
+            # v1.2.2 takes a Lease when told to, with its fixed 15 s (our defaults match)
+            lease = "15s"
+            ours_election = ["--leader-election", "--leader-election-lock", "lease",
+                             "--leader-election-namespace", ns]
+            theirs_election = ["--enable-leader-election", "--leader-election-type=leases",
+                               "--leader-election-namespace", ns]
         apply([clustertest.namespace_object(ns),
                {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                 "metadata": {"name": ns}, "provisioner": DRIVER, "reclaimPolicy": "Retain",
@@ -483,12 +495,12 @@ class ControllerSuite(unittest.TestCase):
             os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
             "--kubeconfig", c.kubeconfig, "--bridge-config", PLUGINS.config,
             "--journal", os.path.join(PLUGINS.dir, "controller-le-journal.db"),
-            "--identity", "flexcsi-controller", *election],
+            "--identity", "flexcsi-controller", *ours_election],
             os.path.join(c.logs, "flexcsi-controller-le.log"))
         theirs = Process("csi-provisioner", [
             os.path.join(c.bin, "csi-provisioner"), "--csi-address", PLUGINS.csi_socket(SHAPE),
             "--kubeconfig", c.kubeconfig, "--timeout", "30s", "--feature-gates=Topology=true",
-            *election], os.path.join(c.logs, "csi-provisioner.log"))
+            *theirs_election], os.path.join(c.logs, "csi-provisioner.log"))
         volumes_before = {v["id"] for v in PLUGINS.driver_state(SHAPE)["volumes"]}
 
         def holder():
@@ -573,10 +585,11 @@ class ControllerSuite(unittest.TestCase):
             pvs, per_claim, volumes = counts()
             print("\nhand-over: %d claims, %d PVs (%d FlexVolume, %d CSI), %d CSI volumes; "
                   "csi-provisioner took the lock %.1f s after flexcsi-controller's kill -9, "
-                  "flexcsi-controller took it back %.1f s after csi-provisioner's (lease 8 s)"
+                  "flexcsi-controller took it back %.1f s after csi-provisioner's (lease %s)"
                   % (len(first + second + third), len(pvs),
                      sum("flexVolume" in pv["spec"] for pv in pvs),
-                     sum("csi" in pv["spec"] for pv in pvs), len(volumes), taken, taken_back),
+                     sum("csi" in pv["spec"] for pv in pvs), len(volumes), taken, taken_back,
+                     lease),
                   flush=True)
             by = provisioners()
             ours_by = {frozenset(by.get(n, ())) for n in first + third}

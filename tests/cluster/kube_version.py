@@ -117,6 +117,11 @@ class KubeVersion:
         return self.at_least(17)
 
     @property
+    def serves_lease(self):
+        """coordination.k8s.io/v1 Leases from 1.14 (v1beta1 from 1.12)."""
+        return self.at_least(14)
+
+    @property
     def csi_provisioner_lock(self):
         """The leader-election lock the csi-provisioner of this release's assets takes by default
         for a driver: v1.2.2 (1.14) an Endpoints object, with fixed 15/10/5 s timings and no

@@ -137,6 +137,16 @@ def registered_node_ids():
     return json.loads(meta.get("annotations", {}).get(NODE_ID_ANNOTATION, "{}"))
 
 
+def start_again_once_unmounted(shape):
+    """The pod "again" on the shape's claim, once nothing of the volume is mounted any more:
+    kubelet mounts it anew (MountDevice and all)."""
+    wait_for("no mount of %s's volume left" % shape,
+             lambda: not [m for m in namespace.mount_points()
+                          if "flex-" + shape in m or "pv-" + shape in m])
+    apply(busybox_pod(ns(shape), "again", claim_volumes(shape), DATA_MOUNT, fs_group=FS_GROUP))
+    wait_pod_running(ns(shape), "again")
+
+
 class NodeSuite(unittest.TestCase):
     def test_0_drivers_registered_on_the_node(self):
         c = clustertest.CLUSTER
@@ -215,12 +225,7 @@ class NodeSuite(unittest.TestCase):
                 wait_for("volume of %s detached" % shape,
                          lambda: not any(flex_driver(shape) in v for v in attached_volumes()),
                          timeout=180)
-            wait_for("no mount of %s's volume left" % shape,
-                     lambda: not [m for m in namespace.mount_points()
-                                  if "flex-" + shape in m or "pv-" + shape in m])
-            apply(busybox_pod(ns(shape), "again", claim_volumes(shape), DATA_MOUNT,
-                              fs_group=FS_GROUP))
-            wait_pod_running(ns(shape), "again")
+            start_again_once_unmounted(shape)
             out = exec_in(ns(shape), "again", "sha256sum", "/data/payload")
             self.assertEqual(out.split()[0], CHECKSUMS[shape])
             self.assertEqual(exec_in(ns(shape), "again", "cat", "/data/after").strip(),
@@ -246,12 +251,7 @@ class NodeSuite(unittest.TestCase):
                          lambda: get("pv", get("pvc", "claim", ns(shape))["spec"]["volumeName"])
                          ["spec"]["capacity"]["storage"] == "400Mi", timeout=180)
                 delete_and_wait("pod", "again", ns(shape))
-                wait_for("no mount of %s's volume left" % shape,
-                         lambda: not [m for m in namespace.mount_points()
-                                      if "flex-" + shape in m or "pv-" + shape in m])
-                apply(busybox_pod(ns(shape), "again", claim_volumes(shape), DATA_MOUNT,
-                                  fs_group=FS_GROUP))
-                wait_pod_running(ns(shape), "again")
+                start_again_once_unmounted(shape)
             wait_for("claim of %s to report 400Mi" % shape,
                      lambda: get("pvc", "claim", ns(shape))["status"]["capacity"]["storage"]
                      == "400Mi", timeout=180)

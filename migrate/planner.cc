@@ -11,6 +11,28 @@ namespace {
 
 std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
+// external-provisioner's finalizer, which flexcsi-controller puts on the FlexVolume PVs it makes.
+constexpr const char* kProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
+
+// The translator's output less that finalizer. It is the original PV's provisioner's promise to
+// delete the volume first; flexcsi-controller keeps it for FlexVolume PVs only. The CSI PV's own
+// provisioner adds it where it keeps that promise (csi-provisioner v3 with HonorPVReclaimPolicy,
+// to existing PVs too), and one that does not know it (v1.2.2, the Kubernetes 1.14 era's) never
+// removes it: the CSI PV, once deleted, would stay Terminating for good.
+void DropProvisionerFinalizer(json* target) {
+  const json::json_pointer ptr("/metadata/finalizers");
+  if (!target->contains(ptr) || !target->at(ptr).is_array()) return;
+  json kept = json::array();
+  for (const auto& f : target->at(ptr)) {
+    if (f != kProvisionerFinalizer) kept.push_back(f);
+  }
+  if (kept.empty()) {
+    (*target)["metadata"].erase("finalizers");
+  } else {
+    target->at(ptr) = std::move(kept);
+  }
+}
+
 // The controller owner reference of `object`, or null.
 const json* ControllerRef(const json& object) {
   const json* refs = nullptr;
@@ -234,6 +256,7 @@ VolumePlan PlanVolume(const json& pv, const ClusterIndex& index,
     return p;
   }
   p.target_pv = std::move(*target);
+  DropProvisionerFinalizer(&p.target_pv);
   p.csi_driver = Str(p.target_pv, "/spec/csi/driver"_json_pointer);
 
   if (p.claim_name.empty()) {

@@ -205,6 +205,38 @@ TEST_F(PlannerTest, FlexWithRuleMovesToRulesDriver) {
   EXPECT_EQ(v.target_pv["spec"]["csi"]["volumeHandle"], "v1");
 }
 
+// flexcsi-controller's PVs carry external-provisioner's finalizer; the CSI PV does not inherit
+// it (csi-provisioner v1.2.2 would never remove it), and keeps every other finalizer.
+TEST_F(PlannerTest, TargetLeavesTheProvisionerFinalizerBehind) {
+  auto rules = translator::ParseFlexVolumeRulesText(
+      "flexVolumeRules:\n- flexDriver: acme/lvm\n  csiDriver: lvm.csi.acme.io\n"
+      "  volumeHandle: {fromOption: volumeID}\n");
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  translator::Translator with_rules(std::move(*rules));
+  for (const json& finalizers :
+       {json{"external-provisioner.volume.kubernetes.io/finalizer"},
+        json{"kubernetes.io/pv-protection", "external-provisioner.volume.kubernetes.io/finalizer",
+             "example.com/keep"}}) {
+    SCOPED_TRACE(finalizers.dump());
+    ClusterObjects objects;
+    json pv = EbsPv("pv-f", "ns", "c", "uid-c");
+    pv["spec"].erase("awsElasticBlockStore");
+    pv["spec"]["flexVolume"] = {{"driver", "acme/lvm"}, {"options", {{"volumeID", "v1"}}}};
+    pv["metadata"]["finalizers"] = finalizers;
+    objects.pvs.push_back(pv);
+    objects.pvcs.push_back(Claim("ns", "c", "uid-c", "pv-f"));
+    objects.csidrivers.push_back(Named("lvm.csi.acme.io"));
+    const VolumePlan v = Find(BuildPlan(objects, with_rules, {}), "pv-f");
+    ASSERT_EQ(v.verdict, Verdict::kCanMove) << v.reason;
+    if (finalizers.size() == 1) {
+      EXPECT_FALSE(v.target_pv["metadata"].contains("finalizers")) << v.target_pv.dump();
+    } else {
+      EXPECT_EQ(v.target_pv["metadata"]["finalizers"],
+                (json{"kubernetes.io/pv-protection", "example.com/keep"}));
+    }
+  }
+}
+
 TEST_F(PlannerTest, UnboundReasons) {
   objects_.csidrivers.push_back(Named("ebs.csi.aws.com"));
   objects_.pvs.push_back(EbsPv("no-claim", "", "", "", "Available"));

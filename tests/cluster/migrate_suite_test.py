@@ -252,6 +252,10 @@ class MigrateSuite(unittest.TestCase):
 
         moved = migrate("apply", "--pv", pv_name, "--scale-down", journal=journal)
         self.assertEqual(moved.returncode, 0, moved.stdout + moved.stderr)
+        # flexcsi-controller's finalizer stays behind: csi-provisioner v1.2.2 would never remove
+        # it from the CSI PV (rollback waited on it for good on 1.14)
+        self.assertNotIn("external-provisioner.volume.kubernetes.io/finalizer",
+                         get("pv", pv_name)["metadata"].get("finalizers", []))
         # Hand provisioning over, in the documented order.
         CONTROLLER.stop()
         provisioner = Process("csi-provisioner", [

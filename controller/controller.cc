@@ -249,14 +249,23 @@ void Controller::ResyncUntil(const std::atomic<bool>& until) {
 
 void Controller::StopOperations() {
   stopping_operations_ = true;
-  if (elector_ && !elector_->IsLeader()) {
-    for (auto& [driver, csi] : ctx_.csi) csi->CancelFencedCalls();
-  }
   if (const int running = operations_.Running(); running > 0) {
     spdlog::info("waiting for {} operation(s) in progress to end", running);
   }
   operations_.CloseAndDrain();
   spdlog::info("no operation in progress");
+}
+
+void Controller::CancelFencedCallsUntil(const std::atomic<bool>& until) {
+  // Watched, not told: the loss may be noticed by the renewal loop while the work drains after
+  // SIGTERM as well as while it runs. Cancelling while not leading is cheap: no new fenced call
+  // gets past the fence meanwhile (before leading there is none).
+  while (!until) {
+    if (!elector_->Leading()) {
+      for (auto& [driver, csi] : ctx_.csi) csi->CancelFencedCalls();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 Status Controller::Run(const std::atomic<bool>& stop) {
@@ -269,8 +278,9 @@ Status Controller::Run(const std::atomic<bool>& stop) {
     StopOperations();
     return Status::Ok();
   }
-  std::atomic<bool> stepping_down{false};
+  std::atomic<bool> stepping_down{false}, work_stopped{false};
   std::thread resync;
+  std::thread fence_watch([&] { CancelFencedCallsUntil(work_stopped); });
   elector_->Run(
       stop,
       [&] {
@@ -281,6 +291,8 @@ Status Controller::Run(const std::atomic<bool>& stop) {
         stepping_down = true;
         StopOperations();
       });
+  work_stopped = true;
+  fence_watch.join();
   stepping_down = true;
   if (resync.joinable()) resync.join();
   if (stop) return Status::Ok();

@@ -79,9 +79,13 @@ class Controller {
   void ResyncAll();
   // Re-queues everything now and every resync period until `until` is set.
   void ResyncUntil(const std::atomic<bool>& until);
-  // No operation starts any more; returns once those running have ended. After a lost lock
-  // the CSI calls in flight are cancelled first: the successor repeats them.
+  // No operation starts any more; returns once those running have ended.
   void StopOperations();
+  // With leader election, until `until` is set: once the lock is lost (LeaderElector::Leading
+  // false, while the work stops after SIGTERM too), the CSI calls in flight that change storage
+  // are cancelled, so that the successor, which repeats them by name, is the only one whose
+  // call the driver runs.
+  void CancelFencedCallsUntil(const std::atomic<bool>& until);
 
   ControllerOptions options_;
   ControllerContext ctx_;

@@ -134,6 +134,10 @@ bool LeaderElector::IsLeader() const {
 }
 
 Status LeaderElector::CheckHeld() const {
+  const auto give_up = Clock::now() + config_.renew_deadline;
+  while (!IsLeader() && leading_ && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   if (IsLeader()) return Status::Ok();
   return FailedPrecondition(config_.identity + " does not hold the leader lock " + LockKind() +
                             " " + config_.namespace_ + "/" + config_.name +

@@ -78,7 +78,14 @@ class LeaderElector {
   // Whether this candidate leads and its last renewal is recent enough that nobody else can
   // hold the lock (see above). Safe from any thread.
   bool IsLeader() const;
-  // OK when IsLeader(); else FAILED_PRECONDITION saying whose lock was lost. For write fences.
+  // Whether the renewal loop still counts this candidate as the leader: false before it leads,
+  // and from the moment the loop notices the lock lost (IsLeader() may turn false earlier).
+  bool Leading() const { return leading_; }
+  // For write fences: OK when IsLeader(); else FAILED_PRECONDITION saying whose lock was lost.
+  // While a renewal is late but the loop still counts itself the leader, it waits (at most
+  // renew_deadline) for the outcome: a renewal that is merely slow, on a busy machine, must not
+  // fail the write that records a volume the driver has just made, leaving a successor to
+  // make it again.
   Status CheckHeld() const;
   // Which lock kind is in use ("Lease", "ConfigMap" or "Endpoints"), after the first attempt.
   std::string LockKind() const;

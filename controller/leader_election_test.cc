@@ -175,6 +175,36 @@ TEST_F(LeaderElectionTest, StopKeepsTheLockRenewedUntilTheWorkHasStoppedThenRele
   EXPECT_FALSE(elector.CheckHeld().ok());
 }
 
+TEST_F(LeaderElectionTest, ASlowRenewalMakesWritesWaitNotFail) {
+  LeaderElectionConfig config = Config("a");
+  config.lease_duration = milliseconds(6000);
+  config.renew_deadline = milliseconds(4000);
+  config.retry_period = milliseconds(2500);
+  LeaderElector elector(client_.get(), config);
+  std::atomic<bool> stop{false}, led{false};
+  std::thread run([&] { elector.Run(stop, [&] { led = true; }, [] {}); });
+  ASSERT_TRUE(WaitUntil([&] { return led.load(); }));
+  // Each renewal (a read and an update) now takes about 2 s: with the 2.5 s between renewals,
+  // the next one starts after the renew deadline (4 s) has passed since the last one began, so
+  // the fence is closed until it lands (about 2.5 s), and yet no renewal fails or comes too
+  // late to count.
+  server_->Control("delay", {{"ms", 1000}});
+  int refused = 0, waited_out = 0;
+  const auto until = Clock::now() + milliseconds(9000);
+  while (Clock::now() < until) {
+    const bool closed = !elector.IsLeader();
+    if (!elector.CheckHeld().ok()) ++refused;
+    if (closed) ++waited_out;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  server_->Control("delay", {{"ms", 0}});
+  EXPECT_GT(waited_out, 0) << "the fence never closed: the delay proves nothing";
+  EXPECT_EQ(refused, 0) << "a write was refused while the lock stayed ours";
+  EXPECT_TRUE(elector.Leading());
+  stop = true;
+  run.join();
+}
+
 TEST_F(LeaderElectionTest, FailingRenewalsCloseTheFenceBeforeTheLeaseCanBeTaken) {
   LeaderElector elector(client_.get(), Config("a"));
   std::atomic<bool> stop{false}, led{false}, held_when_stopping{true};
@@ -191,8 +221,10 @@ TEST_F(LeaderElectionTest, FailingRenewalsCloseTheFenceBeforeTheLeaseCanBeTaken)
                             {"method", "PUT"},
                             {"pathContains", "/" + ns_ + "/leases/"}});
   const auto cut = Clock::now();
-  ASSERT_TRUE(WaitUntil([&] { return !elector.CheckHeld().ok(); }, milliseconds(10000)));
+  ASSERT_TRUE(WaitUntil([&] { return !elector.IsLeader(); }, milliseconds(10000)));
   fence_closed_after_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - cut).count();
+  // A write arriving now waits for the renewal loop's verdict, and is refused: never let through.
+  EXPECT_EQ(elector.CheckHeld().code(), Code::kFailedPrecondition);
   run.join();  // returns on its own: leadership lost
   stop_work_after_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - cut).count();
   EXPECT_FALSE(held_when_stopping) << "the work was stopped while the fence still let it write";

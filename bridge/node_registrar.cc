@@ -37,47 +37,51 @@ struct CsiNodeRead {
   }
   // What the registration rules take: null when not served.
   json ForRules() const { return group_version.empty() ? json(nullptr) : object; }
+  // Reads the object again, in the group version already found.
+  Status Reread(kube::KubeClient& client, const std::string& node_name) {
+    object = json::object();
+    if (group_version.empty()) return Status::Ok();
+    auto csinode = client.Get(Collection().Named(node_name));
+    if (csinode.ok()) {
+      object = std::move(*csinode);
+      return Status::Ok();
+    }
+    return kube::IsNotFound(csinode.status()) ? Status::Ok() : csinode.status();
+  }
 };
 
 StatusOr<CsiNodeRead> GetCsiNode(kube::KubeClient& client, const std::string& node_name) {
   auto group_version = kube::CsiNodeGroupVersion(client);
   if (!group_version.ok()) return group_version.status();
   CsiNodeRead read{*group_version, json::object()};
-  if (read.group_version.empty()) return read;
-  auto csinode = client.Get(read.Collection().Named(node_name));
-  if (csinode.ok()) {
-    read.object = std::move(*csinode);
-  } else if (!kube::IsNotFound(csinode.status())) {
-    return csinode.status();
-  }
+  FLEXCSI_RETURN_IF_ERROR(read.Reread(client, node_name));
   return read;
 }
 
-// `read` is the CSINode as GetCsiNode just returned it; after a conflict it is read again.
+// `read` is the CSINode as GetCsiNode just returned it; after a conflict it is read again (the
+// group version stays: discovery is not asked twice).
 Status WriteCsiNodeEntry(kube::KubeClient& client, const json& node, CsiNodeRead read,
                          DriverNodeInfo info) {
+  if (read.group_version.empty()) return Status::Ok();  // labels and annotation only
   // CSINode v1beta1 is served alone on 1.14-1.16, whose entries have no `allocatable` (1.17):
   // the API server drops it, and an entry compared with it would never be found up to date.
   if (read.group_version == "storage.k8s.io/v1beta1") info.max_volumes = 0;
   const std::string name = node["metadata"].value("name", "");
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
-    StatusOr<CsiNodeRead> csinode =
-        attempt == 0 ? StatusOr<CsiNodeRead>(std::move(read)) : GetCsiNode(client, name);
-    if (!csinode.ok()) return csinode.status();
-    if (csinode->group_version.empty()) return Status::Ok();  // labels and annotation only
-    const json& object = csinode->object;
+    if (attempt > 0) FLEXCSI_RETURN_IF_ERROR(read.Reread(client, name));
+    const json& object = read.object;
     Status written;
     if (object.empty()) {
-      written = client.Create(csinode->Collection(),
-                              NewCsiNode(node, info, csinode->group_version)).status();
+      written =
+          client.Create(read.Collection(), NewCsiNode(node, info, read.group_version)).status();
       if (kube::IsAlreadyExists(written)) continue;  // kubelet made it meanwhile
     } else if (auto updated = CsiNodeWithDriver(object, info)) {
       // The API server keeps a driver entry immutable as a whole. kubelet only ever changes
       // one by unregistering the driver (its socket went away) and registering it again: do the
       // same, in two writes.
       auto without = CsiNodeWithoutDriver(object, info.driver);
-      written = client.Update(csinode->Collection().Named(name), without ? *without : *updated)
-                    .status();
+      written =
+          client.Update(read.Collection().Named(name), without ? *without : *updated).status();
       if (kube::IsConflict(written) || (written.ok() && without)) continue;
     }
     return written;

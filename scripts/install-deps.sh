@@ -19,6 +19,9 @@ packages=(
   etcd-server containerd runc busybox-static
   python3-grpcio  # tests/cluster/slow_csi_proxy.py: a CSI driver that takes seconds
   containernetworking-plugins iproute2  # the deploy suite's pod network (a CNI bridge)
+  # the CephFS suite: a real Ceph cluster, ceph-csi's libraries and its mounter (ceph-csi itself
+  # comes from FLEXCSI_THIRD_PARTY_CSI)
+  ceph-mon ceph-mgr ceph-osd ceph-mds ceph-common ceph-fuse librados2 librbd1
   # the container image (scripts/build-image.sh): a Debian 12 base made here, podman to build
   mmdebstrap podman
 )

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""A real third-party CSI driver behind flexcsi on Kubernetes v1.10.6 (cluster_cephfs_suite_v1_10,
+FlexVolume only): ceph-csi v3.8.1's CephFS driver (`cephcsi --type=cephfs`, mounting with
+ceph-fuse) against a real single-host Ceph cluster, both from the folder FLEXCSI_THIRD_PARTY_CSI
+names; without it the suite skips with one line. kubelet 1.10 execs flexexec, the bridge turns
+each call into ceph-csi's CSI calls; the driver entries are the shipped profiles
+drivers/profiles/rook-cephfs.yaml and cephfs.yaml.
+
+1. a CephFS PV written exactly as rook's FlexVolume agent (v0.9/v1.0) had it: driver
+   ceph.rook.io/rook, fsType ceph, options fsName/clusterNamespace/path/mountUser/mountSecret,
+   the user's key in a one-key Secret of the pod's namespace that the bridge reads itself; a
+   pod writes, a second pod reads, and an independent ceph-fuse mount of that path sees it. A
+   second PV with the defaults (path /, mountUser admin) shows the whole file system
+2. a claim flexcsi-controller provisions through ceph-csi's real CreateVolume with the
+   StorageClass's provisioner secret; a pod writes and reads; deleting the claim (reclaim
+   Delete) deletes the subvolume
+3. kill -9 of the bridge and cephcsi while a pod has its volume mounted: the pod keeps reading
+   and writing; both restarted, the pod deleted: no ceph-fuse of the test, no mount under the
+   kubelet root and no bridge record remain
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ceph_backend  # noqa: E402
+from ceph_backend import CephCluster  # noqa: E402
+from cephcsi_node import CSI_DRIVER, ETC_PATHS, CephCsiNode, profile  # noqa: E402
+import clustertest  # noqa: E402
+from clustertest import apply, busybox_pod, delete_and_wait, exec_in, get, run  # noqa: E402
+from clustertest import wait_for, wait_pod_running  # noqa: E402
+from cluster import Process  # noqa: E402
+import namespace  # noqa: E402
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+# rook named the ceph-csi cluster entry after the namespace of its CephCluster
+CLUSTER_ID = "rook-ceph"
+SECRETS_NS = "ceph-csi"
+NODE_USER = "csi-cephfs-node"
+PROVISIONER_USER = "csi-cephfs-provisioner"
+PAYLOAD = "head -c 1048576 /dev/urandom > /data/payload && sha256sum /data/payload | cut -c1-64"
+DATA_MOUNT = [{"name": "data", "mountPath": "/data"}]
+
+CEPH = None
+NODE = None
+CONTROLLER = None
+ROOK_REFUSED = None  # why this build's bridge refuses the rook profile, or None
+
+
+def setUpModule():
+    global CEPH, NODE, CONTROLLER, ROOK_REFUSED
+    c = clustertest.start_cluster(host_paths=ETC_PATHS)
+    unpacked = ceph_backend.unpack(ceph_backend.third_party_folder(),
+                                   os.path.join(c.dir, "third-party"))
+    CEPH = CephCluster(unpacked, os.path.join(c.dir, "ceph"))
+    began = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        started = pool.submit(CEPH.start)  # 15-19 s: beside the cluster's own setup
+        apply(clustertest.namespace_object("flexcsi"))
+        c.kubectl("apply", "-n", "flexcsi", "-f",
+                  os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
+                  "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+        kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
+        ROOK_REFUSED = rook_profile_refused(c)
+        started.result()
+    clustertest.timed("Ceph up beside the cluster's setup", time.monotonic() - began)
+    profiles = ["cephfs"] + ([] if ROOK_REFUSED else ["rook-cephfs"])
+    NODE = CephCsiNode(c, CEPH, os.path.join(unpacked, "bin", "cephcsi"), CLUSTER_ID, profiles,
+                       kubeconfig)
+    NODE.start()
+    # flexcsi-controller serves the provisioned profile alone: a rook PV is static, and both
+    # entries name the same CSI driver, hence the same default provisioner name.
+    controller_config = os.path.join(NODE.dir, "controller.yaml")
+    with open(NODE.config) as f:
+        config = json.load(f)
+    config["drivers"] = [d for d in config["drivers"] if d["flexDriver"] == "flexcsi/cephfs"]
+    with open(controller_config, "w") as f:
+        json.dump(config, f, indent=2)
+    CONTROLLER = Process("flexcsi-controller", [
+        os.path.join(clustertest.build_dir(), "controller", "flexcsi-controller"),
+        "--kubeconfig", c.kubeconfig, "--bridge-config", controller_config,
+        "--journal", os.path.join(NODE.dir, "controller-journal.db"), "--resync-period", "10s"],
+        os.path.join(c.logs, "flexcsi-controller.log"))
+    CONTROLLER.start()
+
+
+def rook_profile_refused(c):
+    """The bridge's answer to a configuration holding the rook profile: None when it loads,
+    else its one-line refusal (a build before the rule's `secrets:`)."""
+    config = os.path.join(c.dir, "rook-profile-check.json")
+    with open(config, "w") as f:
+        json.dump({"kubeletRoot": c.kubelet_root, "socket": config + ".sock",
+                   "stateDatabase": config + ".db", "drivers": [profile("rook-cephfs")]}, f)
+    r = subprocess.run([os.path.join(clustertest.build_dir(), "bridge", "flexcsi-bridge"),
+                        "state", "--config", config], capture_output=True, text=True)
+    return None if r.returncode == 0 else r.stderr.strip().splitlines()[-1]
+
+
+class _Backend:
+    """Stops flexcsi-controller, the bridge and cephcsi, every ceph-fuse of the test, then Ceph,
+    each step even when one before it failed (clustertest.stop_cluster then stops the
+    cluster)."""
+
+    def stop(self):
+        try:
+            for component in (CONTROLLER, NODE):
+                if component is not None:
+                    component.stop()
+        finally:
+            try:
+                if clustertest.CLUSTER is not None:
+                    stop_ceph_fuse(clustertest.CLUSTER.dir)
+            finally:
+                if CEPH is not None:
+                    CEPH.stop()
+
+
+def stop_ceph_fuse(below):
+    """Unmounts the test's ceph-fuse mounts (a kill alone would leave them dead) and kills
+    any ceph-fuse of the test still running."""
+    with open("/proc/self/mountinfo") as f:
+        fuse = [line.split()[4] for line in f
+                if " fuse.ceph-fuse " in line and line.split()[4].startswith(below + "/")]
+    for target in sorted(fuse, key=lambda m: -m.count("/")):
+        if subprocess.run(["umount", target], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", target], capture_output=True)
+    for pid in ceph_backend.ceph_fuse_pids(below):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def tearDownModule():
+    clustertest.stop_cluster(_Backend())
+
+
+def claim_volume(claim, name="data"):
+    return {"name": name, "persistentVolumeClaim": {"claimName": claim}}
+
+
+def secret(ns, name, data, type_="Opaque"):
+    """A Secret with `data` as stringData (keys never printed: apply reads them on stdin)."""
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns},
+            "type": type_, "stringData": data}
+
+
+def kubelet_ceph_mounts():
+    """Mounts under the kubelet root of this suite's volumes: the bridge's stagings under
+    plugins/ and the pods' FlexVolume mounts."""
+    root = clustertest.CLUSTER.kubelet_root + "/"
+    return [m for m in namespace.mount_points() if m.startswith(root) and (
+        "/plugins/" in m or "/volumes/flexcsi~cephfs/" in m or "/volumes/ceph.rook.io~rook/" in m)]
+
+
+def wait_nothing_left(test):
+    """No bridge record, no volume mount under the kubelet root, no ceph-fuse of the test."""
+    wait_for("the bridge to hold no record",
+             lambda: not any(NODE.records()[k] for k in ("attachments", "stagings",
+                                                         "publications")), 90)
+    wait_for("no volume mount under the kubelet root", lambda: not kubelet_ceph_mounts(), 60)
+    wait_for("no ceph-fuse process of the test",
+             lambda: not ceph_backend.ceph_fuse_pids(clustertest.CLUSTER.dir), 60)
+
+
+class CephfsSuite(unittest.TestCase):
+    def test_1_rook_flexvolume_pv_mounts_through_ceph_csi(self):
+        if ROOK_REFUSED:
+            self.skipTest("the bridge refuses the rook profile: " + ROOK_REFUSED)
+        ns = "rook-app"
+        path = "/rook/app-data"
+        CEPH.mkdir(path)  # a static volume's rootPath must exist, as under rook
+        node_key = CEPH.user_key(NODE_USER)
+        admin_key = CEPH.user_key("admin")
+        pvs = {  # rook v1.0's CephFS FlexVolume options, and one with every default
+            "rook-data": {"fsName": "cephfs", "clusterNamespace": CLUSTER_ID, "path": path,
+                          "mountUser": NODE_USER, "mountSecret": "rook-user"},
+            "rook-root": {"fsName": "cephfs", "clusterNamespace": CLUSTER_ID,
+                          "mountSecret": "rook-admin"},
+        }
+        objects = [clustertest.namespace_object(ns),
+                   # one key each, named as the user liked: rook read the single value
+                   secret(ns, "rook-user", {"mykey": node_key}),
+                   secret(ns, "rook-admin", {"admin-key": admin_key})]
+        for name, options in pvs.items():
+            objects += [
+                {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                 "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                          "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                          "flexVolume": {"driver": "ceph.rook.io/rook", "fsType": "ceph",
+                                         "options": options}}},
+                {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": name, "namespace": ns},
+                 "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "",
+                          "volumeName": name, "resources": {"requests": {"storage": "1Gi"}}}}]
+        objects.append(busybox_pod(ns, "writer", [claim_volume("rook-data")], DATA_MOUNT,
+                                   command=PAYLOAD + " > /tmp/sum; sleep 3600"))
+        apply(objects)
+        wait_pod_running(ns, "writer", timeout=180)
+        written = wait_for("the writer's checksum", lambda: exec_in(
+            ns, "writer", "cat", "/tmp/sum").strip(), 60)
+        apply(busybox_pod(ns, "reader", [claim_volume("rook-data"),
+                                         claim_volume("rook-root", "root")],
+                          DATA_MOUNT + [{"name": "root", "mountPath": "/root-fs"}]))
+        wait_pod_running(ns, "reader", timeout=180)
+        read = exec_in(ns, "reader", "sha256sum", "/data/payload",
+                       "/root-fs" + path + "/payload").split()
+        self.assertEqual((read[0], read[2]), (written, written))
+        # without any CSI driver: the file is in the file system at the PV's path
+        check = os.path.join(CEPH.dir, "check-rook")
+        with CEPH.admin_mount(path, check) as mnt:
+            seen = run(["sha256sum", os.path.join(mnt, "payload")]).split()[0]
+        self.assertEqual(seen, written)
+        for pod in ("writer", "reader"):
+            delete_and_wait("pod", pod, ns)
+        wait_nothing_left(self)
+
+    def test_2_provisioned_claim_is_a_ceph_csi_subvolume_deleted_with_its_claim(self):
+        ns = "cephfs-dyn"
+        apply(provisioning_objects() + [clustertest.namespace_object(ns), claim(ns, "data")])
+        pvc = wait_for("the claim to be bound", lambda: claim_bound(ns, "data"), 120)
+        pv = get("pv", pvc["spec"]["volumeName"])
+        options = pv["spec"]["flexVolume"]["options"]
+        self.assertEqual(pv["spec"]["flexVolume"]["driver"], "flexcsi/cephfs")
+        self.assertEqual((options["clusterID"], options["fsName"], options["mounter"]),
+                         (CLUSTER_ID, "cephfs", "fuse"))
+        self.assertEqual(CEPH.subvolumes(), [options["subvolumeName"]])
+        apply(busybox_pod(ns, "app", [claim_volume("data")], DATA_MOUNT,
+                          command=PAYLOAD + " > /tmp/sum; sleep 3600"))
+        wait_pod_running(ns, "app", timeout=180)
+        written = wait_for("the pod's checksum",
+                           lambda: exec_in(ns, "app", "cat", "/tmp/sum").strip(), 60)
+        self.assertEqual(exec_in(ns, "app", "sha256sum", "/data/payload").split()[0], written)
+        check = os.path.join(CEPH.dir, "check-dyn")
+        with CEPH.admin_mount(options["subvolumePath"], check) as mnt:
+            self.assertEqual(run(["sha256sum", os.path.join(mnt, "payload")]).split()[0],
+                             written)
+        delete_and_wait("pod", "app", ns)
+        delete_and_wait("pvc", "data", ns)
+        wait_for("the PV to be deleted", lambda: get("pv", pv["metadata"]["name"]) is None, 120)
+        wait_for("the subvolume to be deleted", lambda: CEPH.subvolumes() == [], 60)
+        wait_nothing_left(self)
+
+    def test_3_pod_keeps_its_data_through_kill_9_of_bridge_and_cephcsi(self):
+        ns = "cephfs-kill"
+        counter = ("i=0; while true; do i=$((i+1)); echo $i >> /data/counter; "
+                   "sleep 0.2; done")
+        apply(provisioning_objects() + [
+            clustertest.namespace_object(ns), claim(ns, "data"),
+            busybox_pod(ns, "app", [claim_volume("data")], DATA_MOUNT,
+                        command=PAYLOAD + " > /tmp/sum; " + counter)])
+        wait_pod_running(ns, "app", timeout=180)
+        written = wait_for("the pod's checksum",
+                           lambda: exec_in(ns, "app", "cat", "/tmp/sum").strip(), 60)
+        fuse = ceph_backend.ceph_fuse_pids(clustertest.CLUSTER.dir)
+        self.assertEqual(len(fuse), 1, fuse)
+        NODE.kill()
+        lines = self.counter_lines(ns)
+        # the pod goes on writing and reading through ceph-fuse, which outlives both daemons
+        wait_for("the pod to write 10 more lines",
+                 lambda: self.counter_lines(ns) >= lines + 10, 60)
+        self.assertEqual(exec_in(ns, "app", "sha256sum", "/data/payload").split()[0], written)
+        self.assertEqual(ceph_backend.ceph_fuse_pids(clustertest.CLUSTER.dir), fuse)
+        NODE.start_cephcsi()
+        NODE.start_bridge()
+        delete_and_wait("pod", "app", ns)
+        wait_nothing_left(self)
+        delete_and_wait("pvc", "data", ns)
+        wait_for("the subvolume to be deleted", lambda: CEPH.subvolumes() == [], 120)
+
+    @staticmethod
+    def counter_lines(ns):
+        return int(exec_in(ns, "app", "sh", "-c", "wc -l < /data/counter").strip())
+
+
+def provisioning_objects():
+    """The StorageClass served by flexcsi-controller and its two Secrets: the provisioner's
+    (CreateVolume, DeleteVolume) and the node's (NodeStageVolume), read as external-provisioner
+    reads them from the class's csi.storage.k8s.io/* parameters."""
+    keys = {"provisioner": {"adminID": PROVISIONER_USER,
+                            "adminKey": CEPH.user_key(PROVISIONER_USER)},
+            "node-stage": {"adminID": NODE_USER, "adminKey": CEPH.user_key(NODE_USER)}}
+    prefix = "csi.storage.k8s.io/"
+    return [clustertest.namespace_object(SECRETS_NS),
+            secret(SECRETS_NS, "provisioner", keys["provisioner"]),
+            # kubelet passes a FlexVolume PV's secretRef only when the Secret's type is the
+            # driver's name
+            secret(SECRETS_NS, "node-stage", keys["node-stage"], type_="flexcsi/cephfs"),
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+             "metadata": {"name": "cephfs"}, "provisioner": CSI_DRIVER,
+             "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+             "parameters": {"clusterID": CLUSTER_ID, "fsName": "cephfs", "mounter": "fuse",
+                            prefix + "provisioner-secret-name": "provisioner",
+                            prefix + "provisioner-secret-namespace": SECRETS_NS,
+                            prefix + "node-stage-secret-name": "node-stage",
+                            prefix + "node-stage-secret-namespace": SECRETS_NS}}]
+
+
+def claim(ns, name):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "cephfs",
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def claim_bound(ns, name):
+    pvc = get("pvc", name, ns)
+    return pvc if pvc and pvc.get("status", {}).get("phase") == "Bound" else None
+
+
+if __name__ == "__main__":
+    try:
+        ceph_backend.third_party_folder()
+    except ceph_backend.Missing as e:
+        print("SKIP: " + str(e), flush=True)
+        sys.exit(clustertest.SKIP)
+    clustertest.main(failfast=False)

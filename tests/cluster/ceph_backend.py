@@ -62,11 +62,24 @@ class CephCluster:
             self.env = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
 
     def stop(self):
-        """Unmounts what is mounted under the directory, stops the recorded daemons, removes
-        the directory."""
+        """Kills the recorded daemons, then lets ceph-cluster-stop.sh unmount what is mounted
+        under the directory and remove it. The cluster is thrown away, so nothing needs the
+        script's graceful TERM: the mds alone takes 8-9 s over it, and under load the script
+        waited out its 20 s before its KILL (24 s in all beside stress-ng --cpu 2)."""
         if not self.started:
             return
         self.started = False
+        pids = os.path.join(self.dir, "pids")
+        for name in os.listdir(pids) if os.path.isdir(pids) else []:
+            try:
+                with open(os.path.join(pids, name)) as f:
+                    pid = int(f.read().strip())
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    ours = self.dir.encode() in f.read()  # as the script checks: not reused
+                if ours:
+                    os.kill(pid, 9)
+            except (OSError, ValueError):
+                continue
         run([os.path.join(self.scripts, "ceph-cluster-stop.sh"), self.dir, "--purge"])
 
     @property

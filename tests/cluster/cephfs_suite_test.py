@@ -116,7 +116,9 @@ class _Backend:
                     stop_ceph_fuse(clustertest.CLUSTER.dir)
             finally:
                 if CEPH is not None:
+                    began = time.monotonic()
                     CEPH.stop()
+                    clustertest.timed("Ceph stopped", time.monotonic() - began)
 
 
 def stop_ceph_fuse(below):
@@ -267,6 +269,9 @@ class CephfsSuite(unittest.TestCase):
         self.assertEqual(ceph_backend.ceph_fuse_pids(clustertest.CLUSTER.dir), fuse)
         NODE.start_cephcsi()
         NODE.start_bridge()
+        records = NODE.records()  # the restarted bridge found its volume again
+        self.assertEqual((len(records["stagings"]), len(records["publications"])), (1, 1),
+                         records)
         delete_and_wait("pod", "app", ns)
         wait_nothing_left(self)
         delete_and_wait("pvc", "data", ns)

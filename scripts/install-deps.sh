@@ -22,6 +22,8 @@ packages=(
   # the CephFS suite: a real Ceph cluster, ceph-csi's libraries and its mounter (ceph-csi itself
   # comes from FLEXCSI_THIRD_PARTY_CSI)
   ceph-mon ceph-mgr ceph-osd ceph-mds ceph-common ceph-fuse librados2 librbd1
+  # the JuiceFS suite: its metadata engine, and fusermount for `juicefs umount`
+  redis-server fuse3
   # the container image (scripts/build-image.sh): a Debian 12 base made here, podman to build
   mmdebstrap podman
 )

@@ -17,6 +17,8 @@ drivers/profiles/rook-cephfs.yaml and cephfs.yaml.
 3. kill -9 of the bridge and cephcsi while a pod has its volume mounted: the pod keeps reading
    and writing; both restarted, the pod deleted: no ceph-fuse of the test, no mount under the
    kubelet root and no bridge record remain
+4. no cephx key of the test's users in any log: the cluster's, flexcsi's, cephcsi's, Ceph's
+   (ceph-fuse's included)
 """
 import concurrent.futures
 import json
@@ -228,9 +230,17 @@ class CephfsSuite(unittest.TestCase):
         pv = get("pv", pvc["spec"]["volumeName"])
         options = pv["spec"]["flexVolume"]["options"]
         self.assertEqual(pv["spec"]["flexVolume"]["driver"], "flexcsi/cephfs")
+        self.assertEqual(pv["spec"]["flexVolume"]["secretRef"],
+                         {"name": "node-stage", "namespace": SECRETS_NS})
         self.assertEqual((options["clusterID"], options["fsName"], options["mounter"]),
                          (CLUSTER_ID, "cephfs", "fuse"))
         self.assertEqual(CEPH.subvolumes(), [options["subvolumeName"]])
+        # DeleteVolume's secret, as external-provisioner records it
+        annotations = pv["metadata"]["annotations"]
+        self.assertEqual(
+            (annotations["volume.kubernetes.io/provisioner-deletion-secret-name"],
+             annotations["volume.kubernetes.io/provisioner-deletion-secret-namespace"]),
+            ("provisioner", SECRETS_NS))
         apply(busybox_pod(ns, "app", [claim_volume("data")], DATA_MOUNT,
                           command=PAYLOAD + " > /tmp/sum; sleep 3600"))
         wait_pod_running(ns, "app", timeout=180)
@@ -276,6 +286,20 @@ class CephfsSuite(unittest.TestCase):
         wait_nothing_left(self)
         delete_and_wait("pvc", "data", ns)
         wait_for("the subvolume to be deleted", lambda: CEPH.subvolumes() == [], 120)
+
+    def test_4_no_cephx_key_in_any_log(self):
+        keys = {user: CEPH.user_key(user) for user in ("admin", NODE_USER, PROVISIONER_USER)}
+        logs = [os.path.join(clustertest.CLUSTER.logs, name)
+                for name in sorted(os.listdir(clustertest.CLUSTER.logs))]
+        logs += [os.path.join(CEPH.dir, "log", name)
+                 for name in sorted(os.listdir(os.path.join(CEPH.dir, "log")))]
+        found = []
+        for path in logs:
+            with open(path, "rb") as f:
+                text = f.read()
+            found += ["%s in %s" % (user, path) for user, key in keys.items()
+                      if key.encode() in text]
+        self.assertEqual(found, [])
 
     @staticmethod
     def counter_lines(ns):

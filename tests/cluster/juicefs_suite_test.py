@@ -41,11 +41,10 @@ JFS = None
 BRIDGE = None
 SIDECARS = []
 RULES = None
-PROFILE = None
 
 
 def setUpModule():
-    global JFS, BRIDGE, RULES, PROFILE
+    global JFS, BRIDGE, RULES
     # the suite's own network namespace (clustertest.main below): loopback only, down at first;
     # kubelet gives its node the addresses of --node-ip only when an interface has it, and the
     # API server reaches kubelet (exec) through them
@@ -55,8 +54,7 @@ def setUpModule():
     try:
         JFS = juicefs_backend.JuiceFs(c, c.node_name)
         JFS.start()
-        PROFILE = load_profile("juicefs")
-        entry = json.loads(json.dumps(PROFILE))
+        entry = load_profile("juicefs")
         entry["csiEndpoint"] = "unix://" + JFS.socket
         # the cache of the driver's mounts under the test dir, not in the shared /var/jfsCache
         static = entry["rule"]["attributes"]["static"]
@@ -77,7 +75,12 @@ def setUpModule():
         wait_for("kubelet to register %s (CSINode)" % CSI_DRIVER,
                  lambda: kubelet_csi.registered(c.node_name, CSI_DRIVER), 60)
     except BaseException:
-        tearDownModule()
+        # unittest skips tearDownModule after a failed setUpModule; the start's error stays
+        # the one reported
+        try:
+            tearDownModule()
+        except BaseException as e:  # noqa: BLE001
+            print("teardown after the failed start: %s" % e, flush=True)
         raise
 
 

@@ -65,8 +65,9 @@ CsiClient::CsiClient(std::string endpoint, Metrics* metrics,
 
 void CsiClient::SetWriteFence(std::function<Status()> fence) { write_fence_ = std::move(fence); }
 
-void CsiClient::CancelFencedCalls() {
+void CsiClient::CancelFencedCallsIf(const std::function<bool()>& lock_lost) {
   std::lock_guard<std::mutex> lock(fenced_mu_);
+  if (!lock_lost()) return;
   for (grpc::ClientContext* call : fenced_calls_) call->TryCancel();
 }
 
@@ -84,7 +85,7 @@ Status CsiClient::Invoke(const char* method, const Deadline& deadline,
     grpc::ClientContext context;
     context.set_deadline(deadline.ForGrpc());
     if (fenced) {
-      // Checked and registered under one lock, so that CancelFencedCalls, which a closed
+      // Checked and registered under one lock, so that CancelFencedCallsIf, which a closed
       // fence's owner calls after closing it, misses no attempt that passed the check.
       std::lock_guard<std::mutex> lock(fenced_mu_);
       if (Status closed = write_fence_(); !closed.ok()) return closed.WithContext(method);

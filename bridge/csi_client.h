@@ -47,10 +47,12 @@ class CsiClient {
   // that error is returned. flexcsi-controller fences these calls with its leader lock
   // (LeaderElector::CheckHeld). REQUIRES: set before the client is shared between threads.
   void SetWriteFence(std::function<Status()> fence);
-  // Cancels the fenced calls now running: they return CANCELLED. For an instance that lost its
-  // lock: a successor repeats the same calls by name, and a call cancelled before the driver
-  // began it is then made once, not twice.
-  void CancelFencedCalls();
+  // Cancels the fenced calls now running, if `lock_lost` still answers true: they return
+  // CANCELLED. For an instance that lost its lock: a successor repeats the same calls by name,
+  // and a call cancelled before the driver began it is then made once, not twice. `lock_lost`
+  // is asked under the lock that registers calls, so a call that passed the fence after the
+  // caller last looked (the lock just taken) is never cancelled.
+  void CancelFencedCallsIf(const std::function<bool()>& lock_lost);
 
   StatusOr<csi::v1::GetPluginInfoResponse> GetPluginInfo(const Deadline& deadline);
   StatusOr<csi::v1::GetPluginCapabilitiesResponse> GetPluginCapabilities(const Deadline& deadline);
@@ -94,7 +96,7 @@ class CsiClient {
  private:
   enum class Effect { kReadsOnly, kChangesStorage };
   // Runs one unary RPC with the retry policy above and records its latency. kChangesStorage
-  // calls pass the write fence first (every attempt) and can be cancelled by CancelFencedCalls.
+  // calls pass the write fence first (every attempt) and can be cancelled by CancelFencedCallsIf.
   Status Invoke(const char* method, const Deadline& deadline,
                 const std::function<grpc::Status(grpc::ClientContext*)>& rpc,
                 Effect effect = Effect::kReadsOnly);

@@ -1,5 +1,5 @@
 // CsiClient's write fence against an in-process CSI controller: a closed fence keeps every call
-// that changes storage from reaching the driver while reads go on, and CancelFencedCalls ends
+// that changes storage from reaching the driver while reads go on, and CancelFencedCallsIf ends
 // the calls in flight.
 #include "bridge/csi_client.h"
 
@@ -115,8 +115,12 @@ TEST_F(CsiClientFenceTest, CancelFencedCallsEndsTheCallsInFlight) {
   }
   ASSERT_EQ(driver_.creates, 1);
   EXPECT_FALSE(returned);
+  // Asked while the lock is held again (taken since the caller looked): nothing is cancelled.
+  client_->CancelFencedCallsIf([] { return false; });
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(returned);
   closed_ = true;
-  client_->CancelFencedCalls();
+  client_->CancelFencedCallsIf([] { return true; });
   call.join();
   EXPECT_EQ(result.code(), Code::kCancelled) << result.ToString();
   // Not retried after the cancel, and the fence keeps it from being made again.

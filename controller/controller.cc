@@ -259,10 +259,12 @@ void Controller::StopOperations() {
 void Controller::CancelFencedCallsUntil(const std::atomic<bool>& until) {
   // Watched, not told: the loss may be noticed by the renewal loop while the work drains after
   // SIGTERM as well as while it runs. Cancelling while not leading is cheap: no new fenced call
-  // gets past the fence meanwhile (before leading there is none).
+  // gets past the fence meanwhile (before leading there is none). Leading() is asked again
+  // where calls register: the lock may be taken between this look and the cancel.
+  const auto lost = [this] { return !elector_->Leading(); };
   while (!until) {
-    if (!elector_->Leading()) {
-      for (auto& [driver, csi] : ctx_.csi) csi->CancelFencedCalls();
+    if (lost()) {
+      for (auto& [driver, csi] : ctx_.csi) csi->CancelFencedCallsIf(lost);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

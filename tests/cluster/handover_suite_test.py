@@ -184,6 +184,7 @@ class Provisioners:
             *theirs_extra], os.path.join(c.logs, "csi-provisioner-%s.log" % ns),
             env=dict(os.environ, NODE_NAME=c.node_name))
         self.count = 0
+        self.begun_anew = 0  # test 1: steps begun anew after LeadLostEarly
         self.stats = {}
         self.failures = []
 
@@ -198,10 +199,13 @@ class Provisioners:
         uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in listed}
         return {n: "pvc-" + uids[n] for n in names}
 
-    def wait_in_flight(self, volumes, who):
+    def wait_in_flight(self, volumes, who, still_leading=None):
         """Until every one of `volumes` (claim -> volume name) is held in the slow driver for
-        `who`: its CreateVolume was made and has not been passed on yet."""
+        `who`: its CreateVolume was made and has not been passed on yet. `still_leading`, if
+        given, is asked meanwhile: LeadLostEarly when it answers False."""
         def held():
+            if still_leading is not None and not still_leading():
+                return "lead lost"
             calls = create_volume_calls()
             received = {n for e, n, w in calls if e == "received" and w == who}
             done = {n for e, n, w in calls if e != "received" and w == who}
@@ -209,8 +213,14 @@ class Provisioners:
                 raise AssertionError("a CreateVolume was done before the step could begin: "
                                      "the driver's delay is too short for this machine")
             return set(volumes.values()) <= received
-        wait_for("%d CreateVolume calls of %s in the driver" % (len(volumes), who), held, 60,
-                 interval=0.1)
+        try:
+            outcome = wait_for("%d CreateVolume calls of %s in the driver" % (len(volumes), who),
+                               held, 60, interval=0.1)
+        except AssertionError as e:
+            raise AssertionError("%s\ncalls: %s\n%s's log ends:\n%s" % (
+                e, create_volume_calls()[-10:], OURS, self.ours.tail())) from None
+        if outcome == "lead lost":
+            raise LeadLostEarly()
 
     def stopped(self, proc, timeout=90):
         """Waits for `proc` to exit by itself; its exit code."""
@@ -315,6 +325,11 @@ class Provisioners:
         test.assertEqual(steps, {}, "claims provisioned wrongly, of %d" % self.count)
 
 
+class LeadLostEarly(Exception):
+    """flexcsi-controller lost the lock before its calls for a step's claims reached the driver:
+    the step cannot begin (a renewal slower than the 2 s renew deadline, on a busy machine)."""
+
+
 def storage_class(ns):
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": ns}, "provisioner": DRIVER, "reclaimPolicy": "Retain",
@@ -353,11 +368,24 @@ class HandOverSuite(unittest.TestCase):
 
         def claims_in_flight(step):
             """New claims, once flexcsi-controller leads and holds their CreateVolume calls in
-            the driver: ({claim: volume}, the time they were all held)."""
-            ours_leads()
-            volumes = p.new_claims(step)
-            p.wait_in_flight(volumes, "ours")
-            return volumes, time.monotonic()
+            the driver: ({claim: volume}, the time they were all held). Where it loses the lock
+            before that, those claims go to csi-provisioner, are checked as after a kill -9,
+            and the step begins anew (at most 3 times)."""
+            for attempt in range(4):
+                ours_leads()
+                volumes = p.new_claims(step if attempt == 0 else "%s-again%d" % (step, attempt))
+                try:
+                    p.wait_in_flight(volumes, "ours",
+                                     still_leading=lambda: p.ours.alive() and holder() == OURS)
+                    return volumes, time.monotonic()
+                except LeadLostEarly:
+                    print("%s: flexcsi-controller lost the lock before its calls reached the "
+                          "driver; its log ends:\n%s" % (step, p.ours.tail(10)), flush=True)
+                    p.begun_anew += 1
+                    theirs_take_over(time.monotonic(),
+                                     "lock lost early to csi-provisioner leading")
+                    p.check("%s lock lost early" % step, volumes, "csi", strict=False)
+            self.fail("flexcsi-controller lost the lock 4 times in a row before a step began")
 
         def theirs_take_over(began, label):
             wait_for("csi-provisioner to take the lock",
@@ -399,6 +427,8 @@ class HandOverSuite(unittest.TestCase):
             print("flexcsi-controller log: %d 'waiting for N operation(s)', %d 'lost the lock'"
                   % (log.count("operation(s) in progress to end"), log.count("lost the lock")),
                   flush=True)
+            print("steps begun anew, the lock lost before their calls reached the driver: %d"
+                  % p.begun_anew, flush=True)
             p.report(self)
         finally:
             p.stop()

@@ -37,6 +37,7 @@ class CsiClients {
 };
 
 class NodeRegistrar;
+class SecretReader;
 
 struct BridgeContext {
   const BridgeConfig& config;
@@ -47,6 +48,7 @@ struct BridgeContext {
   RepairBackoff& repairs;  // undos that failed, retried by the reconciler with backoff
   const NodeRegistrar* registrar = nullptr;  // null until started, and in tests
   KubeletRootWatch* kubelet_root = nullptr;  // null in tests that do not check the root
+  SecretReader* secrets = nullptr;  // null when no driver's rule reads a Secret
 
   CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }
 };

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/cluster_access.h"
+
 namespace flexcsi {
 namespace {
 
@@ -32,6 +34,15 @@ void LogDriverIdentities(const BridgeConfig& config, CsiClients& clients) {
                  info->vendor_version(), d.csi_endpoint,
                  node.ok() ? node->node_id() : "unknown: " + node.status().message());
   }
+}
+
+bool AnyRuleReadsSecrets(const BridgeConfig& config) {
+  for (const auto& d : config.drivers) {
+    for (const auto& rule : d.mapping.rules()) {
+      if (rule.secrets && rule.secrets->name) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -63,6 +74,14 @@ Status BridgeDaemon::Start() {
       std::make_unique<NodeRegistrar>(config_, *clients_, ResolveRegistrationAccess(config_));
   registrar_->Start();
   ctx_->registrar = registrar_.get();
+  if (AnyRuleReadsSecrets(config_)) {
+    ClusterAccess access = ResolveClusterAccess(config_);
+    if (!access.client) {
+      spdlog::warn("mounts whose rule reads a Secret will fail: {}", access.why_not);
+    }
+    secret_reader_ = std::make_unique<SecretReader>(std::move(access.client), access.why_not);
+    ctx_->secrets = secret_reader_.get();
+  }
   startup_report_ = ReconcileWithMountTable(*ctx_, ReconcileScope::kAllRecords);
   for (const auto& line : startup_report_.details) spdlog::warn("reconcile: {}", line);
   auto counts = store_->CountRecords();

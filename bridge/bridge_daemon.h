@@ -11,6 +11,7 @@
 #include "bridge/node_registrar.h"
 #include "bridge/reconciler.h"
 #include "bridge/request_server.h"
+#include "bridge/rule_secrets.h"
 
 namespace flexcsi {
 
@@ -38,6 +39,7 @@ class BridgeDaemon {
   std::unique_ptr<RequestServer> server_;
   std::unique_ptr<PeriodicReconciler> reconciler_;
   std::unique_ptr<NodeRegistrar> registrar_;
+  std::unique_ptr<SecretReader> secret_reader_;  // when a rule reads Secrets
   std::unique_ptr<MetricsHttpServer> metrics_server_;
   ReconcileReport startup_report_;
 };

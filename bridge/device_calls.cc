@@ -5,6 +5,7 @@
 
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
+#include "bridge/rule_secrets.h"
 #include "bridge/staging_marker.h"
 #include "bridge/volume_operations.h"
 
@@ -32,9 +33,13 @@ Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
   spec.staging_path = *staging_path;
   spec.owner = StagingOwner::kKubelet;
   spec.publish_context = *publish_context;
-  // mountdevice carries no fsGroup, pod or secrets (flexvolume.md §2.8).
+  // mountdevice carries no fsGroup, pod or secrets (flexvolume.md §2.8): only a rule's
+  // `secrets` give the stage request any.
   spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
                      std::nullopt};
+  auto secrets = CallSecrets(volume, options, ctx.secrets);
+  if (!secrets.ok()) return secrets.status();
+  spec.secrets = std::move(*secrets);
   Status staged = StageVolume(ctx, spec, *caps, call.deadline);
   spdlog::info("mountdevice volume={} staging={} result={}", volume.volume_handle, *staging_path,
                staged.ok() ? "staged" : staged.ToString());

@@ -6,6 +6,7 @@
 
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
+#include "bridge/rule_secrets.h"
 #include "bridge/staging_marker.h"
 #include "bridge/volume_operations.h"
 #include "common/mount_table.h"
@@ -68,7 +69,7 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOption
   stage.owner = StagingOwner::kBridge;
   stage.capability = spec->capability;
   // FlexVolume has one secret set; the CSI spec lets a CO pass the same secrets to every RPC.
-  stage.secrets = options.secrets;
+  stage.secrets = spec->secrets;
   auto before = ctx.store.GetStaging(stage.staging_path);
   if (!before.ok()) return before.status();
   FLEXCSI_RETURN_IF_ERROR(StageVolume(ctx, stage, caps, call.deadline));
@@ -161,7 +162,9 @@ Status Mount(BridgeContext& ctx, const FlexCall& call) {
   spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
                      options.fs_group};
   spec.volume_context = VolumeContextFor(call.driver, volume, options);
-  spec.secrets = options.secrets;
+  auto secrets = CallSecrets(volume, options, ctx.secrets);
+  if (!secrets.ok()) return secrets.status();
+  spec.secrets = std::move(*secrets);
 
   bool self_staged = false;
   FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, options, *caps, &spec, &self_staged));

@@ -4,8 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/cluster_access.h"
 #include "kube/discovery.h"
-#include "kube/kube_config.h"
 
 namespace flexcsi {
 namespace {
@@ -168,28 +168,9 @@ RegistrationAccess ResolveRegistrationAccess(const BridgeConfig& config) {
         "spec.nodeName through the downward API)";
     return access;
   }
-  StatusOr<kube::ClientConfig> client_config = Unavailable("");
-  if (!config.kubeconfig.empty()) {
-    kube::ConfigFlags flags;
-    flags.kubeconfig = config.kubeconfig;
-    client_config = kube::LoadClientConfig(flags);
-  } else if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
-    client_config = kube::LoadInClusterConfig();
-  } else {
-    access.why_not =
-        "no cluster access: no kubeconfig in the configuration and not running in a pod";
-    return access;
-  }
-  if (client_config.ok()) {
-    client_config->user_agent = "flexcsi-bridge";
-    auto client = kube::KubeClient::Create(*client_config);
-    if (client.ok()) {
-      access.client = std::move(*client);
-      return access;
-    }
-    client_config = client.status();
-  }
-  access.why_not = "cannot reach the cluster: " + client_config.status().ToString();
+  ClusterAccess cluster = ResolveClusterAccess(config);
+  access.client = std::move(cluster.client);
+  access.why_not = cluster.why_not;
   return access;
 }
 

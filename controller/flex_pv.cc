@@ -60,6 +60,11 @@ StatusOr<nlohmann::json> BuildFlexVolumePV(const DriverConfig& driver, const Pro
   csi.volume_handle = volume.volume_id();
   csi.volume_attributes = {volume.volume_context().begin(), volume.volume_context().end()};
   csi.fs_type = plan.fs_type;
+  if (plan.node_secret) {
+    csi.secret = translator::SecretReference{plan.node_secret->name, plan.node_secret->namespace_};
+  }
+  // The rule decides where the node Secret goes: a secretRef, which kubelet passes on only for
+  // a Secret typed with the FlexVolume driver's name, or options the bridge reads it by.
   auto source = translator::MapCsiToFlexVolume(rule, csi);
   if (!source.ok()) return source.status();
   for (const auto& [key, value] : source->options) {
@@ -74,9 +79,9 @@ StatusOr<nlohmann::json> BuildFlexVolumePV(const DriverConfig& driver, const Pro
       volume.capacity_bytes() > 0 ? volume.capacity_bytes() : plan.requested_bytes;
   nlohmann::json flex = {{"driver", driver.flex_driver}, {"options", source->options}};
   if (!plan.fs_type.empty()) flex["fsType"] = plan.fs_type;
-  if (plan.node_secret) {
-    flex["secretRef"] = {{"name", plan.node_secret->name},
-                         {"namespace", plan.node_secret->namespace_}};
+  if (source->secret_ref) {
+    flex["secretRef"] = {{"name", source->secret_ref->name},
+                         {"namespace", source->secret_ref->namespace_name}};
   }
   nlohmann::json annotations = {{kAnnProvisionedBy, provisioner}};
   if (plan.provisioner_secret) {

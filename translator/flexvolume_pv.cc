@@ -19,11 +19,42 @@ FlexVolumeSource SourceFromJson(JsonView flex, const std::string& path) {
   return source;
 }
 
-Json CsiToJson(const CsiVolume& volume) {
+// Kubelet passes every call the PV's name (an inline volume's name) as
+// kubernetes.io/pvOrVolumeName; a rule's handle template may use it, so the translation sees it
+// too and both agree on the handle.
+constexpr char kVolumeNameOption[] = "kubernetes.io/pvOrVolumeName";
+
+// The Secret the CSI PV names: the secretRef, or the one the rule's `secrets` read. A CSI PV
+// cannot say "the one key of that Secret, under another name" or "plus userID admin".
+StatusOr<std::optional<SecretReference>> CsiSecretOf(const CsiVolume& volume) {
+  if (!volume.read_secret) return volume.secret;
+  if (!volume.read_secret_single_key_as.empty() || !volume.secret_values.empty()) {
+    return FailedPrecondition(
+        "the flexVolume rule for " + volume.driver + " makes its secret from options, defaults "
+        "or a single-key Secret (secrets.fromOptions, defaults, singleKeyAs): a CSI PV can only "
+        "name a Secret; create one with the keys " + volume.driver + " expects and use a rule "
+        "that names it");
+  }
+  if (volume.secret && (volume.secret->name != volume.read_secret->name ||
+                        volume.secret->namespace_name != volume.read_secret->namespace_name)) {
+    return FailedPrecondition("the volume names two Secrets, " + volume.secret->name +
+                              " (secretRef) and " + volume.read_secret->name +
+                              " (the rule's secrets): a CSI PV names one");
+  }
+  if (volume.read_secret->namespace_name.empty()) {
+    return InvalidArgument("cannot determine the namespace of secret " +
+                           volume.read_secret->name + " (no claimRef)");
+  }
+  return volume.read_secret;
+}
+
+StatusOr<Json> CsiToJson(const CsiVolume& volume) {
   Json csi = NewCsiSource(volume.driver, volume.volume_handle, volume.fs_type, volume.read_only,
                           volume.volume_attributes);
-  if (volume.secret) {
-    Json ref = NewSecretRef(volume.secret->name, volume.secret->namespace_name);
+  auto secret = CsiSecretOf(volume);
+  if (!secret.ok()) return secret.status();
+  if (*secret) {
+    Json ref = NewSecretRef((*secret)->name, (*secret)->namespace_name);
     for (SecretRefField field : volume.secret_ref_fields) csi[SecretRefPVFieldName(field)] = ref;
   }
   return csi;
@@ -40,9 +71,12 @@ Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, const SourcePV& 
   if (JsonView claim = pv.SpecObject("claimRef")) {
     claim_namespace = StringField(claim, "namespace", "spec.claimRef");
   }
+  if (!pv.Name().empty()) source.options.emplace(kVolumeNameOption, pv.Name());
   StatusOr<CsiVolume> volume = MapFlexVolumeToCsi(rules, source, claim_namespace);
   if (!volume.ok()) return volume.status();
-  ReplaceSourceWithCsi("flexVolume", CsiToJson(*volume), changes);
+  StatusOr<Json> csi = CsiToJson(*volume);
+  if (!csi.ok()) return csi.status();
+  ReplaceSourceWithCsi("flexVolume", std::move(*csi), changes);
   return Status::Ok();
 }
 
@@ -51,10 +85,16 @@ StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, cons
   FlexVolumeSource source = SourceFromJson(InlineSource(volume, "flexVolume"), "volume.flexVolume");
   // For inline volumes the pod's namespace always wins.
   if (source.secret_ref) source.secret_ref->namespace_name.clear();
+  if (volume.contains("name") && volume["name"].is_string()) {
+    source.options.emplace(kVolumeNameOption, volume["name"].get<std::string>());
+  }
   StatusOr<CsiVolume> csi = MapFlexVolumeToCsi(rules, source, pod_namespace);
   if (!csi.ok()) return csi.status();
+  StatusOr<Json> csi_json = CsiToJson(*csi);
+  if (!csi_json.ok()) return csi_json.status();
   std::string name = csi->driver + "-" + csi->volume_handle;
-  return NewInlinePV(name, CsiToJson(*csi), csi->read_only ? "ReadOnlyMany" : "ReadWriteOnce");
+  return NewInlinePV(name, std::move(*csi_json),
+                     csi->read_only ? "ReadOnlyMany" : "ReadWriteOnce");
 }
 
 Status TranslateCsiPVToFlexVolume(const FlexVolumeRule& rule, Json& pv) {

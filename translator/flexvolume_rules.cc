@@ -102,12 +102,69 @@ bool TemplateKeys(const std::string& tmpl, std::vector<std::string>* keys) {
   return !keys->empty();
 }
 
+// {fromOption: KEY} or {value: TEXT}.
+Status ParseRuleValue(const Json& v, const std::string& where, RuleValue* out) {
+  if (!v.is_object()) return InvalidArgument(where + " must be {fromOption: KEY} or {value: TEXT}");
+  FLEXCSI_RETURN_IF_ERROR(RejectUnknownKeys(v, {"fromOption", "value"}, where));
+  FLEXCSI_RETURN_IF_ERROR(
+      ScalarText(v.value("fromOption", Json()), where + ".fromOption", &out->from_option));
+  FLEXCSI_RETURN_IF_ERROR(ScalarText(v.value("value", Json()), where + ".value", &out->value));
+  if (out->from_option.empty() == out->value.empty()) {
+    return InvalidArgument(where + " needs exactly one of fromOption and value, not empty");
+  }
+  return Status::Ok();
+}
+
+Status ParseRuleSecrets(const Json& v, const std::string& where, RuleSecrets* out) {
+  if (!v.is_object()) return InvalidArgument(where + " must be a map");
+  FLEXCSI_RETURN_IF_ERROR(RejectUnknownKeys(
+      v, {"secretName", "secretNamespace", "singleKeyAs", "fromOptions", "defaults"}, where));
+  for (const auto& [key, field] :
+       {std::pair{"secretName", &out->name}, std::pair{"secretNamespace", &out->namespace_}}) {
+    if (!v.contains(key) || v[key].is_null()) continue;
+    RuleValue value;
+    FLEXCSI_RETURN_IF_ERROR(ParseRuleValue(v[key], where + "." + key, &value));
+    *field = value;
+  }
+  FLEXCSI_RETURN_IF_ERROR(
+      ScalarText(v.value("singleKeyAs", Json()), where + ".singleKeyAs", &out->single_key_as));
+  FLEXCSI_RETURN_IF_ERROR(
+      StringMap(v.value("fromOptions", Json()), where + ".fromOptions", &out->from_options));
+  FLEXCSI_RETURN_IF_ERROR(
+      StringMap(v.value("defaults", Json()), where + ".defaults", &out->defaults));
+  if (!out->name && (out->namespace_ || !out->single_key_as.empty())) {
+    return InvalidArgument(where + ": secretNamespace and singleKeyAs need secretName");
+  }
+  if (!out->name && out->from_options.empty() && out->defaults.empty()) {
+    return InvalidArgument(where + " gives no secret: set secretName, fromOptions or defaults");
+  }
+  return Status::Ok();
+}
+
+// The option keys the rule's `secrets` consume: they name or make secrets, never attributes.
+std::set<std::string> SecretOptionKeys(const FlexVolumeRule& rule) {
+  std::set<std::string> keys;
+  if (!rule.secrets) return keys;
+  for (const auto& value : {rule.secrets->name, rule.secrets->namespace_}) {
+    if (value && !value->from_option.empty()) keys.insert(value->from_option);
+  }
+  for (const auto& [option, key] : rule.secrets->from_options) keys.insert(option);
+  return keys;
+}
+
+// An option's value, or the value the rule states; "" when the option is absent.
+std::string ValueOf(const RuleValue& value, const std::map<std::string, std::string>& options) {
+  if (value.from_option.empty()) return value.value;
+  auto it = options.find(value.from_option);
+  return it == options.end() ? std::string() : it->second;
+}
+
 Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) {
   if (!r.is_object()) return InvalidArgument(where + " must be a map");
   FLEXCSI_RETURN_IF_ERROR(
       RejectUnknownKeys(r,
                         {"flexDriver", "csiDriver", "volumeHandle", "keepHandleOptions",
-                         "attributes", "secretRefs", "defaultFsType"},
+                         "attributes", "secrets", "secretRefs", "defaultFsType"},
                         where));
   FLEXCSI_RETURN_IF_ERROR(
       ScalarText(r.value("flexDriver", Json()), where + ".flexDriver", &rule->flex_driver));
@@ -164,13 +221,16 @@ Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) 
   if (!attributes.is_null()) {
     if (!attributes.is_object()) return InvalidArgument(where + ".attributes must be a map");
     FLEXCSI_RETURN_IF_ERROR(
-        RejectUnknownKeys(attributes, {"exclude", "rename", "static"}, where + ".attributes"));
+        RejectUnknownKeys(attributes, {"exclude", "rename", "defaults", "static"},
+                          where + ".attributes"));
     std::vector<std::string> exclude;
     FLEXCSI_RETURN_IF_ERROR(
         StringList(attributes.value("exclude", Json()), where + ".attributes.exclude", &exclude));
     rule->exclude.insert(exclude.begin(), exclude.end());
     FLEXCSI_RETURN_IF_ERROR(
         StringMap(attributes.value("rename", Json()), where + ".attributes.rename", &rule->rename));
+    FLEXCSI_RETURN_IF_ERROR(StringMap(attributes.value("defaults", Json()),
+                                      where + ".attributes.defaults", &rule->default_attributes));
     FLEXCSI_RETURN_IF_ERROR(StringMap(attributes.value("static", Json()),
                                       where + ".attributes.static", &rule->static_attributes));
     for (const auto& [from, to] : rule->rename) {
@@ -179,6 +239,12 @@ Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) 
                                GoQuote(from) + ") collides with a static attribute");
       }
     }
+  }
+
+  if (r.contains("secrets") && !r["secrets"].is_null()) {
+    RuleSecrets secrets;
+    FLEXCSI_RETURN_IF_ERROR(ParseRuleSecrets(r["secrets"], where + ".secrets", &secrets));
+    rule->secrets = secrets;
   }
 
   if (r.contains("secretRefs") && !r["secretRefs"].is_null()) {
@@ -338,6 +404,43 @@ StatusOr<FlexVolumeRules> LoadFlexVolumeRulesFile(const std::string& path) {
   return rules;
 }
 
+namespace {
+
+// The rule's `secrets` against the options: which Secret the bridge reads, and the keys made
+// from options and defaults.
+Status ResolveRuleSecrets(const FlexVolumeRule& rule,
+                          const std::map<std::string, std::string>& options,
+                          const std::string& fallback_namespace, CsiVolume* out) {
+  const RuleSecrets& secrets = *rule.secrets;
+  out->secret_values = secrets.defaults;
+  for (const auto& [option, key] : secrets.from_options) {
+    auto it = options.find(option);
+    if (it != options.end() && !it->second.empty()) out->secret_values[key] = it->second;
+  }
+  if (!secrets.name) return Status::Ok();
+  const std::string name = ValueOf(*secrets.name, options);
+  if (name.empty()) {
+    // No Secret named: the volume uses none, as rook's agent then did (or the keys kubelet
+    // passes from a secretRef are all there is).
+    return Status::Ok();
+  }
+  SecretReference read{name, fallback_namespace};
+  if (secrets.namespace_) {
+    read.namespace_name = ValueOf(*secrets.namespace_, options);
+    if (read.namespace_name.empty()) {
+      return InvalidArgument("flexVolume rule for " + rule.flex_driver +
+                             ": secret namespace option " +
+                             GoQuote(secrets.namespace_->from_option) + " is missing or empty");
+    }
+  }
+  out->read_secret = read;
+  out->read_secret_single_key_as = secrets.single_key_as;
+  out->secret_ref_fields = rule.secret_refs;
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<CsiVolume> MapFlexVolumeToCsi(const FlexVolumeRules& rules, const FlexVolumeSource& source,
                                        const std::string& fallback_secret_namespace) {
   const FlexVolumeRule* rule = rules.FindByFlexDriver(source.driver);
@@ -349,11 +452,12 @@ StatusOr<CsiVolume> MapFlexVolumeToCsi(const FlexVolumeRules& rules, const FlexV
   if (!handle.ok()) return handle.status();
   out.volume_handle = *handle;
 
+  const std::set<std::string> secret_options = SecretOptionKeys(*rule);
   std::map<std::string, std::string> renamed;
   for (const auto& [key, value] : source.options) {
     if (StartsWith(key, kKubeletOptionPrefix)) continue;
     if (!rule->keep_handle_options && used.count(key) != 0) continue;
-    if (rule->exclude.count(key) != 0) continue;
+    if (rule->exclude.count(key) != 0 || secret_options.count(key) != 0) continue;
     auto rename = rule->rename.find(key);
     if (rename == rule->rename.end()) {
       out.volume_attributes.emplace(key, value);  // a renamed key of the same name wins
@@ -362,6 +466,9 @@ StatusOr<CsiVolume> MapFlexVolumeToCsi(const FlexVolumeRules& rules, const FlexV
     }
   }
   for (auto& [key, value] : renamed) out.volume_attributes[key] = value;
+  for (const auto& [key, value] : rule->default_attributes) {
+    out.volume_attributes.emplace(key, value);
+  }
   for (const auto& [key, value] : rule->static_attributes) out.volume_attributes[key] = value;
 
   out.fs_type = source.fs_type.empty() ? rule->default_fs_type : source.fs_type;
@@ -376,6 +483,8 @@ StatusOr<CsiVolume> MapFlexVolumeToCsi(const FlexVolumeRules& rules, const FlexV
     out.secret = secret;
     out.secret_ref_fields = rule->secret_refs;
   }
+  if (rule->secrets) FLEXCSI_RETURN_IF_ERROR(ResolveRuleSecrets(*rule, source.options,
+                                                               fallback_secret_namespace, &out));
   return out;
 }
 
@@ -408,7 +517,17 @@ StatusOr<FlexVolumeSource> MapCsiToFlexVolume(const FlexVolumeRule& rule, const 
   out.options[rule.handle_from_option] = volume.volume_handle;
   out.fs_type = volume.fs_type;
   out.read_only = volume.read_only;
-  out.secret_ref = volume.secret;
+  const RuleSecrets* secrets = rule.secrets ? &*rule.secrets : nullptr;
+  if (volume.secret && secrets && secrets->name && !secrets->name->from_option.empty()) {
+    // Named by options, read by the bridge: any Secret type works, where a secretRef would
+    // have to be typed with the FlexVolume driver's name for kubelet to pass it on.
+    out.options[secrets->name->from_option] = volume.secret->name;
+    if (secrets->namespace_ && !secrets->namespace_->from_option.empty()) {
+      out.options[secrets->namespace_->from_option] = volume.secret->namespace_name;
+    }
+  } else {
+    out.secret_ref = volume.secret;
+  }
   return out;
 }
 

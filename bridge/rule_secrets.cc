@@ -1,0 +1,95 @@
+#include "bridge/rule_secrets.h"
+
+#include "common/base64.h"
+
+namespace flexcsi {
+
+SecretReader::SecretReader(std::unique_ptr<kube::KubeClient> client, std::string why_not)
+    : client_(std::move(client)), why_not_(std::move(why_not)) {}
+
+Status SecretReader::NoAccess() const {
+  return FailedPrecondition("the mapping rule names a Secret for the bridge to read, but the "
+                            "bridge cannot read it: " + why_not_);
+}
+
+StatusOr<std::map<std::string, std::string>> SecretReader::Read(const std::string& namespace_name,
+                                                                const std::string& name) {
+  if (!client_) return NoAccess();
+  const std::string what = "secret " + namespace_name + "/" + name;
+  StatusOr<nlohmann::json> secret = Unavailable("");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    secret = client_->Get(kube::ResourcePath::Core("secrets", namespace_name).Named(name));
+  }
+  if (!secret.ok()) {
+    if (secret.status().code() == Code::kPermissionDenied) {
+      return PermissionDenied("the bridge may not read " + what +
+                              ": grant its service account get on secrets there "
+                              "(docs/mapping-rules.md, \"Which Secrets the bridge reads\")");
+    }
+    return secret.status().WithContext("reading " + what);
+  }
+  std::map<std::string, std::string> data;
+  auto found = secret->find("data");
+  if (found == secret->end() || !found->is_object()) return data;
+  for (auto it = found->begin(); it != found->end(); ++it) {
+    if (!it->is_string()) return InvalidArgument(what + ": key " + it.key() + " is not a string");
+    auto decoded = Base64DecodeStandard(it->get<std::string>());
+    if (!decoded.ok()) return InvalidArgument(what + ": key " + it.key() + " is not base64");
+    data[it.key()] = std::move(*decoded);
+  }
+  return data;
+}
+
+StatusOr<std::string> SecretReader::ClaimNamespaceOf(const std::string& pv_name) {
+  if (!client_) return NoAccess();
+  StatusOr<nlohmann::json> pv = Unavailable("");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pv = client_->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
+  }
+  if (!pv.ok()) return pv.status().WithContext("reading PV " + pv_name);
+  const nlohmann::json claim = pv->value("spec", nlohmann::json::object())
+                                   .value("claimRef", nlohmann::json::object());
+  const std::string namespace_name = claim.value("namespace", "");
+  if (namespace_name.empty()) {
+    return FailedPrecondition("PV " + pv_name + " has no claim, so the namespace of its Secret "
+                              "is unknown: give the rule a secrets.secretNamespace");
+  }
+  return namespace_name;
+}
+
+StatusOr<std::map<std::string, std::string>> CallSecrets(const translator::CsiVolume& volume,
+                                                         const FlexOptions& options,
+                                                         SecretReader* reader) {
+  std::map<std::string, std::string> secrets = volume.secret_values;
+  if (volume.read_secret) {
+    if (reader == nullptr) return Internal("no SecretReader for a rule that reads a Secret");
+    std::string namespace_name = volume.read_secret->namespace_name;
+    if (namespace_name.empty()) namespace_name = options.pod_namespace;
+    if (namespace_name.empty()) {
+      auto claim_namespace = reader->ClaimNamespaceOf(options.volume_name);
+      if (!claim_namespace.ok()) return claim_namespace.status();
+      namespace_name = *claim_namespace;
+    }
+    auto data = reader->Read(namespace_name, volume.read_secret->name);
+    if (!data.ok()) return data.status();
+    const std::string& single_key_as = volume.read_secret_single_key_as;
+    if (!single_key_as.empty()) {
+      // rook's agent took the one value of its mount Secret, whatever the key was called.
+      if (data->size() != 1) {
+        return FailedPrecondition("secret " + namespace_name + "/" + volume.read_secret->name +
+                                  " holds " + std::to_string(data->size()) +
+                                  " keys; the mapping rule (secrets.singleKeyAs) takes exactly "
+                                  "one");
+      }
+      secrets[single_key_as] = data->begin()->second;
+    } else {
+      for (auto& [key, value] : *data) secrets[key] = std::move(value);
+    }
+  }
+  for (const auto& [key, value] : options.secrets) secrets[key] = value;
+  return secrets;
+}
+
+}  // namespace flexcsi

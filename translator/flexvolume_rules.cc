@@ -159,6 +159,39 @@ std::string ValueOf(const RuleValue& value, const std::map<std::string, std::str
   return it == options.end() ? std::string() : it->second;
 }
 
+// The rule's `secrets` against the options: which Secret the bridge reads, and the keys made
+// from options and defaults.
+Status ResolveRuleSecrets(const FlexVolumeRule& rule,
+                          const std::map<std::string, std::string>& options,
+                          const std::string& fallback_namespace, CsiVolume* out) {
+  const RuleSecrets& secrets = *rule.secrets;
+  out->secret_values = secrets.defaults;
+  for (const auto& [option, key] : secrets.from_options) {
+    auto it = options.find(option);
+    if (it != options.end() && !it->second.empty()) out->secret_values[key] = it->second;
+  }
+  if (!secrets.name) return Status::Ok();
+  const std::string name = ValueOf(*secrets.name, options);
+  if (name.empty()) {
+    // No Secret named: the volume uses none, as rook's agent then did (or the keys kubelet
+    // passes from a secretRef are all there is).
+    return Status::Ok();
+  }
+  SecretReference read{name, fallback_namespace};
+  if (secrets.namespace_) {
+    read.namespace_name = ValueOf(*secrets.namespace_, options);
+    if (read.namespace_name.empty()) {
+      return InvalidArgument("flexVolume rule for " + rule.flex_driver +
+                             ": secret namespace option " +
+                             GoQuote(secrets.namespace_->from_option) + " is missing or empty");
+    }
+  }
+  out->read_secret = read;
+  out->read_secret_single_key_as = secrets.single_key_as;
+  out->secret_ref_fields = rule.secret_refs;
+  return Status::Ok();
+}
+
 Status ParseRule(const Json& r, const std::string& where, FlexVolumeRule* rule) {
   if (!r.is_object()) return InvalidArgument(where + " must be a map");
   FLEXCSI_RETURN_IF_ERROR(
@@ -403,43 +436,6 @@ StatusOr<FlexVolumeRules> LoadFlexVolumeRulesFile(const std::string& path) {
   if (!rules.ok()) return rules.status().WithContext(path);
   return rules;
 }
-
-namespace {
-
-// The rule's `secrets` against the options: which Secret the bridge reads, and the keys made
-// from options and defaults.
-Status ResolveRuleSecrets(const FlexVolumeRule& rule,
-                          const std::map<std::string, std::string>& options,
-                          const std::string& fallback_namespace, CsiVolume* out) {
-  const RuleSecrets& secrets = *rule.secrets;
-  out->secret_values = secrets.defaults;
-  for (const auto& [option, key] : secrets.from_options) {
-    auto it = options.find(option);
-    if (it != options.end() && !it->second.empty()) out->secret_values[key] = it->second;
-  }
-  if (!secrets.name) return Status::Ok();
-  const std::string name = ValueOf(*secrets.name, options);
-  if (name.empty()) {
-    // No Secret named: the volume uses none, as rook's agent then did (or the keys kubelet
-    // passes from a secretRef are all there is).
-    return Status::Ok();
-  }
-  SecretReference read{name, fallback_namespace};
-  if (secrets.namespace_) {
-    read.namespace_name = ValueOf(*secrets.namespace_, options);
-    if (read.namespace_name.empty()) {
-      return InvalidArgument("flexVolume rule for " + rule.flex_driver +
-                             ": secret namespace option " +
-                             GoQuote(secrets.namespace_->from_option) + " is missing or empty");
-    }
-  }
-  out->read_secret = read;
-  out->read_secret_single_key_as = secrets.single_key_as;
-  out->secret_ref_fields = rule.secret_refs;
-  return Status::Ok();
-}
-
-}  // namespace
 
 StatusOr<CsiVolume> MapFlexVolumeToCsi(const FlexVolumeRules& rules, const FlexVolumeSource& source,
                                        const std::string& fallback_secret_namespace) {

@@ -4,7 +4,8 @@ FlexVolume only): ceph-csi v3.8.1's CephFS driver (`cephcsi --type=cephfs`, moun
 ceph-fuse) against a real single-host Ceph cluster, both from the folder FLEXCSI_THIRD_PARTY_CSI
 names; without it the suite skips with one line. kubelet 1.10 execs flexexec, the bridge turns
 each call into ceph-csi's CSI calls; the driver entries are the shipped profiles
-drivers/profiles/rook-cephfs.yaml and cephfs.yaml.
+drivers/profiles/rook-cephfs.yaml and cephfs.yaml, both of whose rules name Secrets the bridge
+reads with its own credentials (the node RBAC plus deploy/'s bridge-reads-secrets component).
 
 1. a CephFS PV written exactly as rook's FlexVolume agent (v0.9/v1.0) had it: driver
    ceph.rook.io/rook, fsType ceph, options fsName/clusterNamespace/path/mountUser/mountSecret,
@@ -12,7 +13,8 @@ drivers/profiles/rook-cephfs.yaml and cephfs.yaml.
    pod writes, a second pod reads, and an independent ceph-fuse mount of that path sees it. A
    second PV with the defaults (path /, mountUser admin) shows the whole file system
 2. a claim flexcsi-controller provisions through ceph-csi's real CreateVolume with the
-   StorageClass's provisioner secret; a pod writes and reads; deleting the claim (reclaim
+   StorageClass's provisioner secret; its Opaque node-stage Secret is named in the PV's
+   options, which the bridge reads it by; a pod writes and reads; deleting the claim (reclaim
    Delete) deletes the subvolume
 3. kill -9 of the bridge and cephcsi while a pod has its volume mounted: the pod keeps reading
    and writing; both restarted, the pod deleted: no ceph-fuse of the test, no mount under the
@@ -31,7 +33,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ceph_backend  # noqa: E402
 from ceph_backend import CephCluster  # noqa: E402
-from cephcsi_node import CSI_DRIVER, ETC_PATHS, CephCsiNode, profile  # noqa: E402
+from cephcsi_node import CSI_DRIVER, ETC_PATHS, CephCsiNode  # noqa: E402
 import clustertest  # noqa: E402
 from clustertest import apply, busybox_pod, delete_and_wait, exec_in, get, run  # noqa: E402
 from clustertest import wait_for, wait_pod_running  # noqa: E402
@@ -50,11 +52,10 @@ DATA_MOUNT = [{"name": "data", "mountPath": "/data"}]
 CEPH = None
 NODE = None
 CONTROLLER = None
-ROOK_REFUSED = None  # why this build's bridge refuses the rook profile, or None
 
 
 def setUpModule():
-    global CEPH, NODE, CONTROLLER, ROOK_REFUSED
+    global CEPH, NODE, CONTROLLER
     c = clustertest.start_cluster(host_paths=ETC_PATHS)
     unpacked = ceph_backend.unpack(ceph_backend.third_party_folder(),
                                    os.path.join(c.dir, "third-party"))
@@ -63,16 +64,17 @@ def setUpModule():
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         started = pool.submit(CEPH.start)  # 15-19 s: beside the cluster's own setup
         apply(clustertest.namespace_object("flexcsi"))
+        # the node DaemonSet's account and RBAC, with the component that lets the bridge read
+        # the Secrets both profiles' rules name
         c.kubectl("apply", "-n", "flexcsi", "-f",
                   os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
-                  "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+                  "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"), "-f",
+                  os.path.join(REPO, "deploy/kubernetes/components/bridge-reads-secrets/rbac.yaml"))
         kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
-        ROOK_REFUSED = rook_profile_refused(c)
         started.result()
     clustertest.timed("Ceph up beside the cluster's setup", time.monotonic() - began)
-    profiles = ["cephfs"] + ([] if ROOK_REFUSED else ["rook-cephfs"])
-    NODE = CephCsiNode(c, CEPH, os.path.join(unpacked, "bin", "cephcsi"), CLUSTER_ID, profiles,
-                       kubeconfig)
+    NODE = CephCsiNode(c, CEPH, os.path.join(unpacked, "bin", "cephcsi"), CLUSTER_ID,
+                       ["rook-cephfs", "cephfs"], kubeconfig)
     NODE.start()
     # flexcsi-controller serves the provisioned profile alone: a rook PV is static, and both
     # entries name the same CSI driver, hence the same default provisioner name.
@@ -88,18 +90,6 @@ def setUpModule():
         "--journal", os.path.join(NODE.dir, "controller-journal.db"), "--resync-period", "10s"],
         os.path.join(c.logs, "flexcsi-controller.log"))
     CONTROLLER.start()
-
-
-def rook_profile_refused(c):
-    """The bridge's answer to a configuration holding the rook profile: None when it loads,
-    else its one-line refusal (a build before the rule's `secrets:`)."""
-    config = os.path.join(c.dir, "rook-profile-check.json")
-    with open(config, "w") as f:
-        json.dump({"kubeletRoot": c.kubelet_root, "socket": config + ".sock",
-                   "stateDatabase": config + ".db", "drivers": [profile("rook-cephfs")]}, f)
-    r = subprocess.run([os.path.join(clustertest.build_dir(), "bridge", "flexcsi-bridge"),
-                        "state", "--config", config], capture_output=True, text=True)
-    return None if r.returncode == 0 else r.stderr.strip().splitlines()[-1]
 
 
 class _Backend:
@@ -173,8 +163,6 @@ def wait_nothing_left(test):
 
 class CephfsSuite(unittest.TestCase):
     def test_1_rook_flexvolume_pv_mounts_through_ceph_csi(self):
-        if ROOK_REFUSED:
-            self.skipTest("the bridge refuses the rook profile: " + ROOK_REFUSED)
         ns = "rook-app"
         path = "/rook/app-data"
         CEPH.mkdir(path)  # a static volume's rootPath must exist, as under rook
@@ -230,11 +218,16 @@ class CephfsSuite(unittest.TestCase):
         pv = get("pv", pvc["spec"]["volumeName"])
         options = pv["spec"]["flexVolume"]["options"]
         self.assertEqual(pv["spec"]["flexVolume"]["driver"], "flexcsi/cephfs")
-        self.assertEqual(pv["spec"]["flexVolume"]["secretRef"],
-                         {"name": "node-stage", "namespace": SECRETS_NS})
+        # the node-stage Secret is Opaque: named in options the bridge reads it by, since
+        # kubelet would refuse it as a secretRef
+        self.assertNotIn("secretRef", pv["spec"]["flexVolume"])
+        self.assertEqual((options["nodeStageSecretName"], options["nodeStageSecretNamespace"]),
+                         ("node-stage", SECRETS_NS))
         self.assertEqual((options["clusterID"], options["fsName"], options["mounter"]),
                          (CLUSTER_ID, "cephfs", "fuse"))
         self.assertEqual(CEPH.subvolumes(), [options["subvolumeName"]])
+        # ceph-csi states VOLUME_ACCESSIBILITY_CONSTRAINTS but no topology key: a figure
+        print("\nPV nodeAffinity: %s" % json.dumps(pv["spec"].get("nodeAffinity")), flush=True)
         # DeleteVolume's secret, as external-provisioner records it
         annotations = pv["metadata"]["annotations"]
         self.assertEqual(
@@ -316,9 +309,7 @@ def provisioning_objects():
     prefix = "csi.storage.k8s.io/"
     return [clustertest.namespace_object(SECRETS_NS),
             secret(SECRETS_NS, "provisioner", keys["provisioner"]),
-            # kubelet passes a FlexVolume PV's secretRef only when the Secret's type is the
-            # driver's name
-            secret(SECRETS_NS, "node-stage", keys["node-stage"], type_="flexcsi/cephfs"),
+            secret(SECRETS_NS, "node-stage", keys["node-stage"]),
             {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
              "metadata": {"name": "cephfs"}, "provisioner": CSI_DRIVER,
              "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",

@@ -5,13 +5,14 @@ ceph-fuse) against a real single-host Ceph cluster, both from the folder FLEXCSI
 names; without it the suite skips with one line. kubelet 1.10 execs flexexec, the bridge turns
 each call into ceph-csi's CSI calls; the driver entries are the shipped profiles
 drivers/profiles/rook-cephfs.yaml and cephfs.yaml, both of whose rules name Secrets the bridge
-reads with its own credentials (the node RBAC plus deploy/'s bridge-reads-secrets component).
+reads with its own credentials (the node RBAC plus deploy/kubernetes/bridge-reads-secrets).
 
 1. a CephFS PV written exactly as rook's FlexVolume agent (v0.9/v1.0) had it: driver
    ceph.rook.io/rook, fsType ceph, options fsName/clusterNamespace/path/mountUser/mountSecret,
    the user's key in a one-key Secret of the pod's namespace that the bridge reads itself; a
    pod writes, a second pod reads, and an independent ceph-fuse mount of that path sees it. A
-   second PV with the defaults (path /, mountUser admin) shows the whole file system
+   second PV with the defaults (path /, mountUser admin) shows the whole file system; a
+   mountSecret with two keys is refused, naming the Secret, in the pod's events
 2. a claim flexcsi-controller provisions through ceph-csi's real CreateVolume with the
    StorageClass's provisioner secret; its Opaque node-stage Secret is named in the PV's
    options, which the bridge reads it by; a pod writes and reads; deleting the claim (reclaim
@@ -69,7 +70,7 @@ def setUpModule():
         c.kubectl("apply", "-n", "flexcsi", "-f",
                   os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
                   "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"), "-f",
-                  os.path.join(REPO, "deploy/kubernetes/components/bridge-reads-secrets/rbac.yaml"))
+                  os.path.join(REPO, "deploy/kubernetes/bridge-reads-secrets/rbac.yaml"))
         kubeconfig = clustertest.service_account_kubeconfig(c, "flexcsi", "flexcsi-node")
         started.result()
     clustertest.timed("Ceph up beside the cluster's setup", time.monotonic() - began)
@@ -90,6 +91,7 @@ def setUpModule():
         "--journal", os.path.join(NODE.dir, "controller-journal.db"), "--resync-period", "10s"],
         os.path.join(c.logs, "flexcsi-controller.log"))
     CONTROLLER.start()
+    set_up_provisioning()
 
 
 class _Backend:
@@ -137,10 +139,13 @@ def claim_volume(claim, name="data"):
     return {"name": name, "persistentVolumeClaim": {"claimName": claim}}
 
 
-def secret(ns, name, data, type_="Opaque"):
-    """A Secret with `data` as stringData (keys never printed: apply reads them on stdin)."""
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns},
-            "type": type_, "stringData": data}
+def create_secret(ns, name, data):
+    """An Opaque Secret with `data` as stringData, read from kubectl's stdin (never printed).
+    Created, not applied: apply would also keep the keys in the Secret's
+    last-applied-configuration annotation."""
+    clustertest.CLUSTER.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns},
+         "type": "Opaque", "stringData": data}))
 
 
 def kubelet_ceph_mounts():
@@ -173,11 +178,16 @@ class CephfsSuite(unittest.TestCase):
                           "mountUser": NODE_USER, "mountSecret": "rook-user"},
             "rook-root": {"fsName": "cephfs", "clusterNamespace": CLUSTER_ID,
                           "mountSecret": "rook-admin"},
+            # refused as rook's agent refused it: which of two keys would be the user's?
+            "rook-two-keys": {"fsName": "cephfs", "clusterNamespace": CLUSTER_ID,
+                              "mountSecret": "rook-two-keys"},
         }
-        objects = [clustertest.namespace_object(ns),
-                   # one key each, named as the user liked: rook read the single value
-                   secret(ns, "rook-user", {"mykey": node_key}),
-                   secret(ns, "rook-admin", {"admin-key": admin_key})]
+        apply(clustertest.namespace_object(ns))
+        # one key each, named as the user liked: rook read the single value
+        create_secret(ns, "rook-user", {"mykey": node_key})
+        create_secret(ns, "rook-admin", {"admin-key": admin_key})
+        create_secret(ns, "rook-two-keys", {"key": admin_key, "user": "admin"})
+        objects = []
         for name, options in pvs.items():
             objects += [
                 {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
@@ -191,7 +201,11 @@ class CephfsSuite(unittest.TestCase):
                           "volumeName": name, "resources": {"requests": {"storage": "1Gi"}}}}]
         objects.append(busybox_pod(ns, "writer", [claim_volume("rook-data")], DATA_MOUNT,
                                    command=PAYLOAD + " > /tmp/sum; sleep 3600"))
+        objects.append(busybox_pod(ns, "refused", [claim_volume("rook-two-keys")], DATA_MOUNT))
         apply(objects)
+        wait_for("the refusal of a mountSecret with two keys", lambda: (
+            "secret %s/rook-two-keys holds 2 keys; the mapping rule (secrets.singleKeyAs) takes "
+            "exactly one" % ns) in clustertest.pod_events(ns, "refused"), 120)
         wait_pod_running(ns, "writer", timeout=180)
         written = wait_for("the writer's checksum", lambda: exec_in(
             ns, "writer", "cat", "/tmp/sum").strip(), 60)
@@ -207,13 +221,13 @@ class CephfsSuite(unittest.TestCase):
         with CEPH.admin_mount(path, check) as mnt:
             seen = run(["sha256sum", os.path.join(mnt, "payload")]).split()[0]
         self.assertEqual(seen, written)
-        for pod in ("writer", "reader"):
+        for pod in ("writer", "reader", "refused"):
             delete_and_wait("pod", pod, ns)
         wait_nothing_left(self)
 
     def test_2_provisioned_claim_is_a_ceph_csi_subvolume_deleted_with_its_claim(self):
         ns = "cephfs-dyn"
-        apply(provisioning_objects() + [clustertest.namespace_object(ns), claim(ns, "data")])
+        apply([clustertest.namespace_object(ns), claim(ns, "data")])
         pvc = wait_for("the claim to be bound", lambda: claim_bound(ns, "data"), 120)
         pv = get("pv", pvc["spec"]["volumeName"])
         options = pv["spec"]["flexVolume"]["options"]
@@ -254,7 +268,7 @@ class CephfsSuite(unittest.TestCase):
         ns = "cephfs-kill"
         counter = ("i=0; while true; do i=$((i+1)); echo $i >> /data/counter; "
                    "sleep 0.2; done")
-        apply(provisioning_objects() + [
+        apply([
             clustertest.namespace_object(ns), claim(ns, "data"),
             busybox_pod(ns, "app", [claim_volume("data")], DATA_MOUNT,
                         command=PAYLOAD + " > /tmp/sum; " + counter)])
@@ -299,25 +313,24 @@ class CephfsSuite(unittest.TestCase):
         return int(exec_in(ns, "app", "sh", "-c", "wc -l < /data/counter").strip())
 
 
-def provisioning_objects():
+def set_up_provisioning():
     """The StorageClass served by flexcsi-controller and its two Secrets: the provisioner's
     (CreateVolume, DeleteVolume) and the node's (NodeStageVolume), read as external-provisioner
     reads them from the class's csi.storage.k8s.io/* parameters."""
-    keys = {"provisioner": {"adminID": PROVISIONER_USER,
-                            "adminKey": CEPH.user_key(PROVISIONER_USER)},
-            "node-stage": {"adminID": NODE_USER, "adminKey": CEPH.user_key(NODE_USER)}}
+    apply(clustertest.namespace_object(SECRETS_NS))
+    create_secret(SECRETS_NS, "provisioner", {"adminID": PROVISIONER_USER,
+                                              "adminKey": CEPH.user_key(PROVISIONER_USER)})
+    create_secret(SECRETS_NS, "node-stage", {"adminID": NODE_USER,
+                                             "adminKey": CEPH.user_key(NODE_USER)})
     prefix = "csi.storage.k8s.io/"
-    return [clustertest.namespace_object(SECRETS_NS),
-            secret(SECRETS_NS, "provisioner", keys["provisioner"]),
-            secret(SECRETS_NS, "node-stage", keys["node-stage"]),
-            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-             "metadata": {"name": "cephfs"}, "provisioner": CSI_DRIVER,
-             "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
-             "parameters": {"clusterID": CLUSTER_ID, "fsName": "cephfs", "mounter": "fuse",
-                            prefix + "provisioner-secret-name": "provisioner",
-                            prefix + "provisioner-secret-namespace": SECRETS_NS,
-                            prefix + "node-stage-secret-name": "node-stage",
-                            prefix + "node-stage-secret-namespace": SECRETS_NS}}]
+    apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+           "metadata": {"name": "cephfs"}, "provisioner": CSI_DRIVER,
+           "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+           "parameters": {"clusterID": CLUSTER_ID, "fsName": "cephfs", "mounter": "fuse",
+                          prefix + "provisioner-secret-name": "provisioner",
+                          prefix + "provisioner-secret-namespace": SECRETS_NS,
+                          prefix + "node-stage-secret-name": "node-stage",
+                          prefix + "node-stage-secret-namespace": SECRETS_NS}})
 
 
 def claim(ns, name):

@@ -82,6 +82,28 @@ class CephCluster:
                 continue
         run([os.path.join(self.scripts, "ceph-cluster-stop.sh"), self.dir, "--purge"])
 
+    def kill_daemon(self, name):
+        """kill -9 of one daemon by its recorded pid (`name` as in DIR/pids: "mds.a",
+        "mon.a"), as a host losing it; start_daemon brings it back."""
+        with open(os.path.join(self.dir, "pids", name + ".pid")) as f:
+            pid = int(f.read().strip())
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            if self.dir.encode() not in f.read():
+                raise AssertionError("pid %d is no longer %s of %s" % (pid, name, self.dir))
+        os.kill(pid, 9)
+
+    def start_daemon(self, name, argv):
+        """Starts one daemon again as ceph-cluster-start.sh did (in the foreground, its output
+        appended to DIR/log/NAME.out, its pid in DIR/pids), so that stop() kills it too.
+        `argv`: e.g. ["ceph-mds", "-i", "a"]; the cluster's ceph.conf is added."""
+        with open(os.path.join(self.dir, "log", name + ".out"), "ab") as out:
+            child = subprocess.Popen(argv + ["-c", self.conf, "-f"], stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        with open(os.path.join(self.dir, "pids", name + ".pid"), "w") as f:
+            f.write("%d\n" % child.pid)
+        return child
+
     @property
     def monitor(self):
         """The monitor's msgr v1 address, as ceph-csi's config.json lists monitors."""

@@ -57,7 +57,10 @@ class CephCsiNode:
             "--endpoint=unix://" + self.csi_socket, "--nodeid=" + cluster.node_name,
             "--drivername=" + CSI_DRIVER, "--instanceid=flexcsi-test", "--v=5"],
             os.path.join(cluster.logs, "cephcsi.log"))
-        self.bridge = Process("flexcsi-bridge", [self.bridge_bin, "--config", self.config],
+        # test 3 restarts the bridge: from a copy, so that it is the binary first started even
+        # when the build dir is rebuilt meanwhile (a restart once met a half-linked one there)
+        self.bridge = Process("flexcsi-bridge",
+                              [os.path.join(self.dir, "flexcsi-bridge"), "--config", self.config],
                               os.path.join(cluster.logs, "flexcsi-bridge.log"))
         self.keys_mounted = False
 
@@ -71,6 +74,7 @@ class CephCsiNode:
 
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
+        shutil.copy(self.bridge_bin, self.bridge.argv[0])
         self._fixed_paths()
         config = {"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
                   "stateDatabase": os.path.join(self.dir, "state.db"), "metricsAddress": "",

@@ -23,10 +23,11 @@ std::vector<std::string> ShippedConfigs() {
   std::vector<std::string> files = {kRepo + "/deploy/debian/bridge.yaml",
                                     kRepo + "/deploy/kubernetes/base/node/bridge-node.yaml",
                                     kRepo + "/deploy/kubernetes/base/controller/bridge-controller.yaml"};
-  for (const char* overlay : {"nfs", "digitalocean", "juicefs"}) {
+  for (const char* overlay : {"nfs", "digitalocean", "juicefs", "cephfs"}) {
     files.push_back(kRepo + "/deploy/kubernetes/overlays/" + overlay + "/bridge-node.yaml");
   }
   files.push_back(kRepo + "/deploy/kubernetes/overlays/digitalocean/bridge-controller.yaml");
+  files.push_back(kRepo + "/deploy/kubernetes/overlays/cephfs/bridge-provisioner.yaml");
   return files;
 }
 
@@ -54,7 +55,7 @@ TEST(ShippedBridgeConfigsTest, EveryConfigLoadsInTheBridge) {
 }
 
 TEST(ShippedBridgeConfigsTest, ProfilesLoadAsDriverEntries) {
-  for (const char* profile : {"nfs", "digitalocean", "juicefs"}) {
+  for (const char* profile : {"nfs", "digitalocean", "juicefs", "cephfs", "rook-cephfs"}) {
     const std::string path = kRepo + "/drivers/profiles/" + profile + ".yaml";
     std::ifstream in(path);
     ASSERT_TRUE(in) << path;

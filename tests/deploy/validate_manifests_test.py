@@ -179,13 +179,24 @@ class ConfigsAgreeWithProfiles(unittest.TestCase):
             return yaml.safe_load(f)
 
     def test_overlay_driver_entries_are_the_profiles(self):
-        for name in ("nfs", "digitalocean", "juicefs"):
-            profile = self.load("drivers", "profiles", f"{name}.yaml")
+        for name, profiles in (("nfs", ["nfs"]), ("digitalocean", ["digitalocean"]),
+                               ("juicefs", ["juicefs"]), ("cephfs", ["rook-cephfs", "cephfs"])):
+            wanted = [self.load("drivers", "profiles", f"{p}.yaml") for p in profiles]
             node = self.load("deploy", "kubernetes", "overlays", name, "bridge-node.yaml")
             for d in node["drivers"]:  # the manifests' kubelet root var, at its default
                 d["csiEndpoint"] = d["csiEndpoint"].replace("$(FLEXCSI_KUBELET_ROOT)",
                                                             "/var/lib/kubelet")
-            self.assertEqual(node["drivers"], [profile], name)
+            self.assertEqual(node["drivers"], wanted, name)
+
+    def test_cephfs_provisioner_entry_is_the_profile_with_its_endpoint_and_provisioner(self):
+        profile = self.load("drivers", "profiles", "cephfs.yaml")
+        controller = self.load("deploy", "kubernetes", "overlays", "cephfs",
+                               "bridge-provisioner.yaml")
+        entry = dict(controller["drivers"][0])
+        self.assertEqual(entry.pop("csiEndpoint"), "unix:///csi/csi.sock")
+        self.assertEqual(entry.pop("provisioner"), "cephfs.csi.ceph.com")
+        profile.pop("csiEndpoint")
+        self.assertEqual(entry, profile)
 
     def test_digitalocean_controller_differs_from_profile_only_in_endpoint(self):
         profile = self.load("drivers", "profiles", "digitalocean.yaml")

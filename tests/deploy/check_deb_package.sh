@@ -56,7 +56,8 @@ for p in "${programs[@]}"; do
 done
 for f in lib/systemd/system/flexcsi-bridge.service lib/systemd/system/csi-loopback.service \
          etc/flexcsi/bridge.yaml usr/share/flexcsi/profiles/nfs.yaml \
-         usr/share/flexcsi/profiles/digitalocean.yaml usr/share/flexcsi/profiles/juicefs.yaml; do
+         usr/share/flexcsi/profiles/digitalocean.yaml usr/share/flexcsi/profiles/juicefs.yaml \
+         usr/share/flexcsi/profiles/cephfs.yaml usr/share/flexcsi/profiles/rook-cephfs.yaml; do
   if [[ -f $tmp/root/$f && $(stat -c %a "$tmp/root/$f") == 644 ]]; then pass "$f (0644)"; else fail "missing or not 0644: $f"; fi
 done
 grep -qx /etc/flexcsi/bridge.yaml "$tmp/control/conffiles" && pass "bridge.yaml is a conffile" ||

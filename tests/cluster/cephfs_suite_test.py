@@ -56,8 +56,21 @@ CONTROLLER = None
 
 
 def setUpModule():
-    global CEPH, NODE, CONTROLLER
     c = clustertest.start_cluster(host_paths=ETC_PATHS)
+    try:
+        set_up(c)
+    except BaseException:
+        # unittest runs no tearDownModule after a failed setUpModule: Ceph's daemons would run
+        # on until the next suite swept this one's cgroup
+        try:
+            tearDownModule()
+        except Exception as e:  # noqa: BLE001 - the set-up's own error is the one to report
+            print("teardown after the failed set-up: %s" % e, flush=True)
+        raise
+
+
+def set_up(c):
+    global CEPH, NODE, CONTROLLER
     unpacked = ceph_backend.unpack(ceph_backend.third_party_folder(),
                                    os.path.join(c.dir, "third-party"))
     CEPH = CephCluster(unpacked, os.path.join(c.dir, "ceph"))

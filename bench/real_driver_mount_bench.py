@@ -228,9 +228,24 @@ def check_mount(target, fs_type, name, expected_files):
         raise BenchError("%s lacks files of earlier rounds: %s" % (target, missing[:5]))
 
 
-def check_unmounted(target):
+def mounts_of(fs_type, below):
+    with open("/proc/self/mountinfo") as f:
+        rows = [line.split() for line in f]
+    return [namespace._unescape(r[4]) for r in rows
+            if r[r.index("-") + 1] == fs_type
+            and any(namespace._unescape(r[4]).startswith(b + "/") for b in below)]
+
+
+def check_unmounted(target, fs_type, below):
+    """The target is no mount any more, and within 5 s no mount of the file system is left
+    below `below` (the stagings, the driver's own mounts): an unmount undid the whole mount."""
     if fs_type_at(target) is not None:
         raise BenchError("%s is still mounted after unmount" % target)
+    deadline = time.monotonic() + 5
+    while mounts_of(fs_type, below):
+        if time.monotonic() > deadline:
+            raise BenchError("left mounted after unmount: %s" % mounts_of(fs_type, below))
+        time.sleep(0.05)
 
 
 # ----- one driver ------------------------------------------------------------------------------
@@ -266,7 +281,7 @@ def measure(bench, plan, iterations, pause):
         check_mount(target, plan.fs_type, name, written)
         written.append(name)
         unmount_ms = exec_driver([exe, "unmount", target], bench.hidden)
-        check_unmounted(target)
+        check_unmounted(target, plan.fs_type, plan.mounts_below)
         shutil.rmtree(os.path.join(node.kubelet_root, "pods", pod_uid))  # kubelet's cleanup
         if timed:
             samples["flex mount"].append(mount_ms)
@@ -286,7 +301,7 @@ def measure(bench, plan, iterations, pause):
         began = time.perf_counter()
         plan.direct_unmount(target)
         unmount_ms = (time.perf_counter() - began) * 1000
-        check_unmounted(target)
+        check_unmounted(target, plan.fs_type, plan.mounts_below)
         shutil.rmtree(os.path.dirname(target))
         if timed:
             samples["direct mount"].append(mount_ms)
@@ -301,11 +316,16 @@ def measure(bench, plan, iterations, pause):
     print_row("flexexec unmount (via flexcsi-bridge)", samples["flex unmount"])
     print_row("%s (direct gRPC)" % plan.direct_unmount_calls, samples["direct unmount"])
     for what in ("mount", "unmount"):
-        f, d = summary(samples["flex " + what]), summary(samples["direct " + what])
-        print("  overhead per %-7s call: median %+7.1f ms, p90 %+7.1f ms (%.2fx the direct median)"
+        flex, direct = samples["flex " + what], samples["direct " + what]
+        f, d = summary(flex), summary(direct)
+        # round by round: each round's two paths ran seconds apart, under about the same load
+        paired = summary([a - b for a, b in zip(flex, direct)])
+        print("  overhead per %-7s call: median %+7.1f ms, p90 %+7.1f ms (%.2fx the direct "
+              "median); round by round: median %+7.1f ms"
               % (what, f["median"] - d["median"], f["p90"] - d["p90"],
-                 f["median"] / d["median"] if d["median"] else 0))
-    print("  checked: %d mounts of %s, each written and read back, all %d files there at the end"
+                 f["median"] / d["median"] if d["median"] else 0, paired["median"]))
+    print("  checked: %d mounts of %s, each written and read back, all %d files there at the "
+          "end; after each unmount no mount of it left (stagings and the driver's own)"
           % (len(written), plan.fs_type, len(written)), flush=True)
     return samples
 
@@ -362,6 +382,7 @@ class CephFsPlan(Plan):
         self.flex_secret = self.node_secret
         self.staging = os.path.join(bench.node.dir, "direct", "staging")
         os.makedirs(self.staging)
+        self.mounts_below = [bench.node.dir]
 
     def direct_mount(self, target, pod_name, pod_uid):
         cap = self.csi.capability()
@@ -422,6 +443,7 @@ class JuiceFsPlan(Plan):
         # what the bridge sends: the volume context, the profile's static attributes, and the
         # pod's identity (podInfoOnMount: true)
         self.context = dict(created.volume_context, **static)
+        self.mounts_below = [bench.node.dir, juicefs_backend.MOUNT_ROOT]
 
     def direct_mount(self, target, pod_name, pod_uid):
         context = dict(self.context, **{

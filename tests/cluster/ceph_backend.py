@@ -44,22 +44,46 @@ class CephCluster:
     """mon, mgr, osd (BlueStore on a sparse file), mds and the file system `cephfs`, all state
     under `directory` (which must not exist yet or be empty)."""
 
-    def __init__(self, unpacked, directory):
+    def __init__(self, unpacked, directory, address=None):
+        """`address`: where every daemon listens, when not 127.0.0.1 (a multi-node cluster's
+        nodes each have a loopback of their own: they reach the suite at its bridge's
+        address)."""
         self.scripts = os.path.join(unpacked, "scripts")
         self.dir = directory
         self.conf = os.path.join(directory, "ceph.conf")
+        self.address = address
         self.env = {}
         self.started = False
 
     def start(self, timeout=180):
         self.started = True  # even a failed start may have left daemons for stop()
-        r = subprocess.run([os.path.join(self.scripts, "ceph-cluster-start.sh"), self.dir],
+        r = subprocess.run([self._start_script(), self.dir],
                            capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise AssertionError("ceph-cluster-start.sh: exit %d\n%s\n%s"
                                  % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
         with open(os.path.join(self.dir, "env")) as f:
             self.env = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+    def _start_script(self):
+        """ceph-cluster-start.sh, or for another address a copy of it beside this cluster's
+        directory: the script has no option for the address, and 127.0.0.1 is all it names
+        (ports, mon_host, public_addr, the monmap, env)."""
+        script = os.path.join(self.scripts, "ceph-cluster-start.sh")
+        if self.address is None:
+            return script
+        with open(script) as f:
+            text = f.read()
+        moved = text.replace("127.0.0.0/8", self.address + "/32").replace(
+            "127.0.0.1", self.address)
+        if "127.0.0" in moved or moved == text:
+            raise AssertionError("%s no longer names 127.0.0.1 the way this copy expects"
+                                 % script)
+        copy = self.dir.rstrip("/") + "-start.sh"
+        with open(copy, "w") as f:
+            f.write(moved)
+        os.chmod(copy, 0o755)
+        return copy
 
     def stop(self):
         """Kills the recorded daemons, then lets ceph-cluster-stop.sh unmount what is mounted

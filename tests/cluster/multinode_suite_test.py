@@ -6,7 +6,8 @@ the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issu
 tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
 multinode_provisioning_tests.py, tests 1 and 6 (a volume moved by a drain and by a node loss) in
 multinode_move_tests.py, test 4 (deploy/'s node DaemonSet rolled across both nodes while pods
-write) in multinode_rollout_tests.py."""
+write) in multinode_rollout_tests.py, one CephFS volume used on both nodes at once and a drain
+in multinode_cephfs_tests.py."""
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ import multinode_provisioning_tests  # noqa: E402  (issue 25 tests 2 and 3)
 import multinode_move_tests  # noqa: E402  (issue 25 tests 1 and 6)
 import multinode_migrate_tests  # noqa: E402  (issue 25 test 5)
 import multinode_rollout_tests  # noqa: E402  (issue 25 test 4)
+import multinode_cephfs_tests  # noqa: E402  (ceph-csi ReadWriteMany on both nodes)
 
 NODES = 2
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -33,11 +35,14 @@ multinode_provisioning_tests.PLUGINS = PLUGINS  # the same list, filled by setUp
 
 def setUpModule():
     # every node has its own copy of kubelet's root and plugin dir at kubeadm's paths, and of
-    # the node DaemonSet's hostPath folders (multinode_rollout_tests.py)
+    # the node DaemonSet's hostPath folders (multinode_rollout_tests.py), and of cephcsi's fixed
+    # paths (multinode_cephfs_tests.py)
     c = clustertest.start_cluster(
         nodes=NODES, controller_manager_flags=multinode_move_tests.CONTROLLER_MANAGER_FLAGS,
-        host_paths=multinode_rollout_tests.HOST_PATHS)
+        host_paths=multinode_rollout_tests.HOST_PATHS + multinode_cephfs_tests.HOST_PATHS)
     try:
+        # Ceph (16-45 s), in the background where FLEXCSI_THIRD_PARTY_CSI names ceph-csi
+        multinode_cephfs_tests.start_ceph(c)
         apply([clustertest.namespace_object("flexcsi")])
         c.kubectl("apply", "-n", "flexcsi", "-f",
                   os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
@@ -57,7 +62,8 @@ def setUpModule():
 
 
 def tearDownModule():
-    clustertest.stop_cluster(*PLUGINS)
+    # Ceph too, even when its test failed, was skipped or was not selected
+    clustertest.stop_cluster(multinode_cephfs_tests.BACKEND, *PLUGINS)
 
 
 def registration(node_name):
@@ -131,6 +137,12 @@ class VolumeMovesBetweenNodesTest(multinode_move_tests.VolumeMovesBetweenNodesTe
 # Issue 25 test 5 (multinode_migrate_tests.py), on this suite's cluster for the same reason.
 class MigrateAcrossNodesTest(multinode_migrate_tests.MigrateAcrossNodesTest):
     pass
+
+
+# Here for the same reason: on this suite's cluster. After the tests above (unittest runs the
+# classes in the order of their names), so that they hide Ceph's start.
+class SharedCephfsVolumeTest(multinode_cephfs_tests.SharedCephfsVolumeTest):
+    """One CephFS volume on both nodes at once, then a drain (multinode_cephfs_tests.py)."""
 
 
 # Here for the same reason: on this suite's cluster.

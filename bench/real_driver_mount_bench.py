@@ -35,6 +35,7 @@ import json
 import os
 import secrets as token_source
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -517,6 +518,10 @@ def run_cleanup(steps):
     return failed
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=20)
@@ -538,6 +543,10 @@ def main():
             sys.exit("%s is not built" % os.path.join(build_dir(), binary))
 
     namespace.enter_private_namespaces([os.path.abspath(__file__), *sys.argv[1:]], network=True)
+    # Interrupted (^C, kill, timeout) it still tears down: both signals raise here, even where
+    # the shell started it with SIGINT ignored (a background job)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupted)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 
     scratch = tempfile.mkdtemp(prefix="flexcsi-realbench.", dir="/tmp")
@@ -594,4 +603,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as e:
+        print("interrupted (%s); torn down" % e, flush=True)
+        sys.exit(130)

@@ -252,9 +252,11 @@ def check_unmounted(target, fs_type, below):
 # ----- one driver ------------------------------------------------------------------------------
 
 class Plan:
-    """What differs between the drivers: the FlexVolume side and the direct CSI side."""
-    name = ""
-    fs_type = ""
+    """What differs between the drivers. start() brings the backend, the driver and the bridge
+    up (registering their teardown in bench.cleanup first) and makes the volume; it then holds
+    the FlexVolume side (flex_driver, pv_name, flex_options, flex_secret), the direct side
+    (direct_mount(target, pod_name, pod_uid), direct_unmount(target)) and what the checks
+    look for (fs_type, and mounts_below: where no mount of it may stay after an unmount)."""
 
     def __init__(self, bench):
         self.bench = bench

@@ -1,6 +1,7 @@
 #include "bridge/rule_secrets.h"
 
 #include "common/base64.h"
+#include "translator/derived_secrets.h"
 
 namespace flexcsi {
 
@@ -62,33 +63,25 @@ StatusOr<std::string> SecretReader::ClaimNamespaceOf(const std::string& pv_name)
 StatusOr<std::map<std::string, std::string>> CallSecrets(const translator::CsiVolume& volume,
                                                          const FlexOptions& options,
                                                          SecretReader* reader) {
-  std::map<std::string, std::string> secrets = volume.secret_values;
+  std::string namespace_name;
+  std::map<std::string, std::string> data;
   if (volume.read_secret) {
     if (reader == nullptr) return Internal("no SecretReader for a rule that reads a Secret");
-    std::string namespace_name = volume.read_secret->namespace_name;
+    namespace_name = volume.read_secret->namespace_name;
     if (namespace_name.empty()) namespace_name = options.pod_namespace;
     if (namespace_name.empty()) {
       auto claim_namespace = reader->ClaimNamespaceOf(options.volume_name);
       if (!claim_namespace.ok()) return claim_namespace.status();
       namespace_name = *claim_namespace;
     }
-    auto data = reader->Read(namespace_name, volume.read_secret->name);
-    if (!data.ok()) return data.status();
-    const std::string& single_key_as = volume.read_secret_single_key_as;
-    if (!single_key_as.empty()) {
-      // rook's agent took the one value of its mount Secret, whatever the key was called.
-      if (data->size() != 1) {
-        return FailedPrecondition("secret " + namespace_name + "/" + volume.read_secret->name +
-                                  " holds " + std::to_string(data->size()) +
-                                  " keys; the mapping rule (secrets.singleKeyAs) takes exactly "
-                                  "one");
-      }
-      secrets[single_key_as] = data->begin()->second;
-    } else {
-      for (auto& [key, value] : *data) secrets[key] = std::move(value);
-    }
+    auto read = reader->Read(namespace_name, volume.read_secret->name);
+    if (!read.ok()) return read.status();
+    data = std::move(*read);
   }
-  for (const auto& [key, value] : options.secrets) secrets[key] = value;
+  auto secrets =
+      translator::DeriveSecrets(volume, namespace_name, volume.read_secret ? &data : nullptr);
+  if (!secrets.ok()) return secrets.status();
+  for (const auto& [key, value] : options.secrets) (*secrets)[key] = value;
   return secrets;
 }
 

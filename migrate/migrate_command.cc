@@ -72,7 +72,8 @@ StatusOr<translator::Translator> MakeTranslator(const std::string& rules_file) {
   if (rules_file.empty()) return translator::Translator();
   auto rules = translator::LoadFlexVolumeRulesFile(rules_file);
   if (!rules.ok()) return rules.status();
-  return translator::Translator(std::move(*rules));
+  // migrate writes the Secret a rule derives (pv_move_secret.cc), so the CSI PV names it.
+  return translator::Translator(std::move(*rules), translator::DerivedSecrets::kNameWrittenSecret);
 }
 
 StatusOr<std::unique_ptr<kube::KubeClient>> MakeClient(const CommonFlags& flags) {

@@ -222,6 +222,26 @@ bool ClusterIndex::DriverRegistered(const std::string& driver) const {
   return csidrivers_.count(driver) > 0 || node_drivers_.count(driver) > 0;
 }
 
+std::optional<WrittenSecretPlan> PlanWrittenSecret(const json& pv,
+                                                   const translator::Translator& translator) {
+  if (MigratableSourceOf(pv.value("spec", json::object())) != "flexVolume") return std::nullopt;
+  auto volume = translator.FlexVolumeOfPV(pv);
+  if (!volume.ok() || !translator::DerivesSecrets(*volume)) return std::nullopt;
+  WrittenSecretPlan w;
+  w.name = translator::WrittenSecretName(NameOf(pv));
+  w.namespace_ = Str(pv, "/spec/claimRef/namespace"_json_pointer);
+  for (const auto& [key, value] : volume->secret_values) w.keys.push_back(key);
+  if (volume->read_secret) {
+    w.from_secret = volume->read_secret->namespace_name + "/" + volume->read_secret->name;
+    const std::string& as = volume->read_secret_single_key_as;
+    if (!as.empty() && std::find(w.keys.begin(), w.keys.end(), as) == w.keys.end()) {
+      w.keys.push_back(as);
+      std::sort(w.keys.begin(), w.keys.end());
+    }
+  }
+  return w;
+}
+
 VolumePlan PlanVolume(const json& pv, const ClusterIndex& index,
                       const translator::Translator& translator) {
   VolumePlan p;
@@ -257,6 +277,7 @@ VolumePlan PlanVolume(const json& pv, const ClusterIndex& index,
   }
   p.target_pv = std::move(*target);
   DropProvisionerFinalizer(&p.target_pv);
+  p.written_secret = PlanWrittenSecret(pv, translator);
   p.csi_driver = Str(p.target_pv, "/spec/csi/driver"_json_pointer);
 
   if (p.claim_name.empty()) {

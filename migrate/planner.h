@@ -56,6 +56,17 @@ struct PodRef {
   WorkloadRef owner;  // kind empty: a bare pod
 };
 
+// The Secret `apply` writes in the claim's namespace for a PV whose rule derives its secrets (a CSI
+// PV can only name a Secret; docs/mapping-rules.md). No value is known or shown here: the keys
+// are read from the rule's Secret only when apply writes it.
+struct WrittenSecretPlan {
+  std::string namespace_;
+  std::string name;
+  std::vector<std::string> keys;  // the keys it will hold; with from_secret and no singleKeyAs,
+                                  // every key of that Secret too
+  std::string from_secret;        // "namespace/name" of the Secret the rule reads, or ""
+};
+
 struct VolumePlan {
   std::string pv_name;
   std::string source;  // the PV's volume source field: "awsElasticBlockStore", "flexVolume", ...
@@ -69,6 +80,7 @@ struct VolumePlan {
   std::vector<PodRef> pods;            // pods that hold the claim (not Succeeded/Failed)
   std::vector<WorkloadRef> workloads;  // their owners, each once
   nlohmann::json target_pv;            // the translator's output; null when untranslatable
+  std::optional<WrittenSecretPlan> written_secret;
   Verdict verdict = Verdict::kCanMove;
   std::string reason;  // empty for kCanMove
 
@@ -137,6 +149,10 @@ class ClusterIndex {
   std::set<std::string> node_drivers_;
   std::vector<const nlohmann::json*> empty_;
 };
+
+// The Secret apply writes for a translated flexVolume PV, or none (translator's FlexVolumeOfPV).
+std::optional<WrittenSecretPlan> PlanWrittenSecret(const nlohmann::json& pv,
+                                                   const translator::Translator& translator);
 
 // One PV (which must have a MigratableSourceOf its spec) against the index.
 VolumePlan PlanVolume(const nlohmann::json& pv, const ClusterIndex& index,

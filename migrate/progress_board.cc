@@ -12,7 +12,9 @@ using Clock = std::chrono::steady_clock;
 // The step a progress report names, or "" for a note: "binding", "binding (resumed)".
 std::string StepOf(const std::string& what) {
   const std::string word = what.substr(0, what.find(' '));
-  for (const auto* steps : {&ApplySteps(), &RollbackSteps()}) {
+  static const std::vector<std::string> kApply = ApplyStepsFor(true);
+  static const std::vector<std::string> kRollback = RollbackStepsFor(true);
+  for (const auto* steps : {&kApply, &kRollback}) {
     if (std::find(steps->begin(), steps->end(), word) != steps->end()) return word;
   }
   return "";

@@ -47,6 +47,7 @@ Status PvMover::Run::ApplyStep(const std::string& step) {
   };
 
   if (step == "checked") return Status::Ok();
+  if (step == "writing-secret") return WriteSecret();
   if (step == "scaling-down") return ScaleDownAndQuiesce();
   if (step == "retaining") return set_policy(PvKind::kOriginal, "Retain");
   if (step == "releasing") {
@@ -140,7 +141,8 @@ MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
     if (!s.ok()) return Fail(s);
   }
   group_scales_ = !rec_.workload_group.empty();
-  Status s = RunSteps(ApplySteps(), [this](const std::string& step) { return ApplyStep(step); });
+  Status s = RunSteps(ApplyStepsFor(SecretToWrite().has_value()),
+                      [this](const std::string& step) { return ApplyStep(step); });
   if (!s.ok()) return Fail(s);
   rec_.state = RecordState::kMoved;
   s = m_->journal_->Put(rec_);

@@ -15,6 +15,25 @@ MoveResult PvMover::Run::DryRun(const json& pv, const VolumePlan& plan) {
     result_.actions.push_back(what);
     return true;
   };
+  if (plan.written_secret) {
+    // Read and derived as apply would, never shown: the action names the keys only.
+    const translator::SecretReference to{plan.written_secret->name,
+                                         plan.written_secret->namespace_};
+    auto secret = WrittenSecretFor(client_, *m_->translator_, pv, to, NewReleaseUid());
+    if (!secret.ok()) {
+      result_.outcome = Outcome::kFailed;
+      result_.message = secret.status().message();
+      return result_;
+    }
+    std::string keys;
+    for (auto it = (*secret)["data"].begin(); it != (*secret)["data"].end(); ++it) {
+      keys += (keys.empty() ? "" : ",") + it.key();
+    }
+    if (!act("write secret " + to.namespace_name + "/" + to.name + " (keys " + keys + ")",
+             client_.Create(ResourcePath::Core("secrets", to.namespace_name), *secret, dry))) {
+      return result_;
+    }
+  }
   for (const auto& w : plan.workloads) {
     ScaledWorkload s{w.group_version, w.resource, w.kind, w.namespace_, w.name, 0};
     auto scale = client_.Get(ScaleOf(s));

@@ -75,6 +75,7 @@ Status PvMover::Run::RollbackStep(const std::string& step) {
         "bind the original PV to its claim again"));
     return WaitBound(PvKind::kOriginal);
   }
+  if (step == "rb-deleting-secret") return DeleteWrittenSecret();
   if (step == "rb-restoring-policy") {
     return kind == PvKind::kOriginal ? set_policy(PvKind::kOriginal, rec_.original_reclaim_policy)
                                      : Status::Ok();
@@ -130,8 +131,8 @@ MoveResult PvMover::Run::Rollback(const WorkloadGroupRecord* group) {
     Status s = Announce(RollbackSteps().front());
     if (!s.ok()) return Fail(s);
   }
-  Status s =
-      RunSteps(RollbackSteps(), [this](const std::string& step) { return RollbackStep(step); });
+  Status s = RunSteps(RollbackStepsFor(SecretToWrite().has_value()),
+                      [this](const std::string& step) { return RollbackStep(step); });
   if (!s.ok()) return Fail(s);
   rec_.state = RecordState::kRolledBack;
   s = m_->journal_->Put(rec_);

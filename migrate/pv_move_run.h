@@ -34,6 +34,12 @@ inline ResourcePath Pvs() { return ResourcePath::Core("persistentvolumes"); }
 // A random RFC 4122 version-4 uid: the claimRef uid that releases a PV (pv_move_apply.cc).
 std::string NewReleaseUid();
 
+// The Secret apply writes for `original_pv` where its rule derives the secrets, at `to`, marked
+// with `release_uid`; reads the rule's Secret (pv_move_secret.cc). Caller must not log it.
+StatusOr<json> WrittenSecretFor(kube::KubeClient& client, const translator::Translator& translator,
+                                const json& original_pv, const translator::SecretReference& to,
+                                const std::string& release_uid);
+
 // One Apply or Rollback of one PV: the live reads, the journal row and the steps.
 class PvMover::Run {
  public:
@@ -128,6 +134,13 @@ class PvMover::Run {
   Status WaitBound(PvKind expected);
   Status WaitNotBound();
   Status Wait(const std::function<StatusOr<bool>()>& done, const std::string& what);
+
+  // --- the Secret of a rule that derives secrets (pv_move_secret.cc) ---
+  // The Secret the target PV names that migrate writes (translator WrittenSecretName), if any.
+  std::optional<translator::SecretReference> SecretToWrite() const;
+  bool SecretIsOurs(const json& secret) const;  // marked with this row's release uid
+  Status WriteSecret();                         // writing-secret: create, or update ours
+  Status DeleteWrittenSecret();                 // rb-deleting-secret: ours only
 
   // --- journal ---
   Status Announce(const std::string& step) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -42,6 +43,20 @@ const std::vector<std::string>& RollbackSteps() {
       "rb-deleting-new",     "rb-creating-original",  "rb-binding",
       "rb-restoring-policy", "rb-restoring-replicas", "rolled-back"};
   return kSteps;
+}
+
+std::vector<std::string> ApplyStepsFor(bool writes_secret) {
+  std::vector<std::string> steps = ApplySteps();
+  if (writes_secret) steps.insert(steps.begin() + 1, "writing-secret");
+  return steps;
+}
+
+std::vector<std::string> RollbackStepsFor(bool writes_secret) {
+  std::vector<std::string> steps = RollbackSteps();
+  if (writes_secret) {
+    steps.insert(std::find(steps.begin(), steps.end(), "rb-binding") + 1, "rb-deleting-secret");
+  }
+  return steps;
 }
 
 void MaybeCrashForTest(const std::string& step, bool after_action) {

@@ -5,6 +5,10 @@
 //   checked            fresh re-read: translatable, C Bound to P, driver registered, not in use
 //                      (or --scale-down and every pod has a scalable owner); the row is written
 //                      with the original P and C, the target PV and a release uid
+//   writing-secret     only where the rule derives P's secrets (ApplyStepsFor): the Secret the
+//                      CSI PV names, in C's namespace, with the derived keys (read from the rule's
+//                      Secret now, never journaled), marked with the release uid; created, or
+//                      updated when ours and different; a Secret under the name not ours stops
 //   scaling-down       owners' replicas recorded, then /scale to 0; wait until P is quiet: no
 //                      pod holds C, no node lists the volume in status.volumesAttached /
 //                      volumesInUse, and no VolumeAttachment names P
@@ -29,7 +33,8 @@
 // left in flight) leaves scale-down and restore to the group: its scaling-down (rb-scaling-down)
 // step checks and waits, its restoring-replicas (rb-restoring-replicas) step writes nothing.
 // Rollback walks back from any step with rb-scaling-down, rb-retaining, rb-releasing,
-// rb-deleting-new, rb-creating-original, rb-binding, rb-restoring-policy, rb-restoring-replicas
+// rb-deleting-new, rb-creating-original, rb-binding, (rb-deleting-secret: the written Secret, if it
+// carries this row's release uid), rb-restoring-policy, rb-restoring-replicas
 // and ends rolled-back: the original PV (same name, original source, claimRef to C's uid,
 // original policy), C Bound to it, replicas as recorded.
 //
@@ -99,6 +104,12 @@ struct MoveResult {
 // The apply steps in order, and the rollback steps in order (names as journaled).
 const std::vector<std::string>& ApplySteps();
 const std::vector<std::string>& RollbackSteps();
+// The steps of a PV whose CSI PV names a Secret migrate writes (its rule derives the secrets):
+// apply writes it in "writing-secret", after "checked" and before anything else is written;
+// rollback deletes it (only if it carries this migration's mark) in "rb-deleting-secret", once
+// the original PV is bound again. Without `writes_secret`, ApplySteps() / RollbackSteps().
+std::vector<std::string> ApplyStepsFor(bool writes_secret);
+std::vector<std::string> RollbackStepsFor(bool writes_secret);
 
 class PvMover {
  public:

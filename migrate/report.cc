@@ -71,6 +71,12 @@ json PlanToJson(const Plan& plan) {
                         {"phase", v.claim_phase}};
     }
     if (!v.target_pv.is_null()) entry["targetPV"] = v.target_pv;
+    if (v.written_secret) {
+      entry["writesSecret"] = {{"namespace", v.written_secret->namespace_},
+                               {"name", v.written_secret->name},
+                               {"keys", v.written_secret->keys},
+                               {"fromSecret", v.written_secret->from_secret}};
+    }
     if (v.verdict == Verdict::kCanMove) ++movable;
     ++by_verdict[VerdictName(v.verdict)];
     volumes.push_back(std::move(entry));
@@ -118,6 +124,26 @@ json PlanToJson(const Plan& plan) {
             {"storageClasses", plan.storage_classes.size()}}}};
 }
 
+namespace {
+
+// The Secrets apply writes (names and keys only: no value is read by plan).
+void PrintWrittenSecrets(const Plan& plan, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& v : plan.volumes) {
+    if (!v.written_secret || v.verdict == Verdict::kUntranslatable) continue;
+    const WrittenSecretPlan& w = *v.written_secret;
+    std::string keys;
+    for (const auto& k : w.keys) keys += (keys.empty() ? "" : ",") + k;
+    rows.push_back({v.pv_name, w.namespace_ + "/" + w.name, OrDash(keys), OrDash(w.from_secret)});
+  }
+  if (rows.empty()) return;
+  out << "\nSecrets apply writes before it creates the CSI PV (the rule derives these keys; a CSI "
+         "PV can only name a Secret; rollback deletes them):\n";
+  PrintTable({"PV", "SECRET", "KEYS", "FROM SECRET"}, rows, out);
+}
+
+}  // namespace
+
 void PrintPlanTable(const Plan& plan, std::ostream& out) {
   std::vector<std::vector<std::string>> rows;
   size_t movable = 0;
@@ -138,6 +164,7 @@ void PrintPlanTable(const Plan& plan, std::ostream& out) {
   PrintTable({"PV", "SOURCE", "CLAIM", "CSI DRIVER", "CAN MOVE", "USED BY", "REASON"}, rows, out);
   out << "\n" << PvCount(plan.volumes.size()) << ": " << movable << " can move now, "
       << plan.volumes.size() - movable << " cannot.\n";
+  PrintWrittenSecrets(plan, out);
   if (!plan.workloads.empty()) {
     out << "\nWorkloads holding these claims (apply --scale-down scales each to 0 once, moves "
            "all its PVs, then restores its replicas):\n";

@@ -1,5 +1,6 @@
 #include "translator/flexvolume_pv.h"
 
+#include "translator/derived_secrets.h"
 #include "translator/in_tree_plugin.h"
 
 namespace flexcsi {
@@ -24,17 +25,35 @@ FlexVolumeSource SourceFromJson(JsonView flex, const std::string& path) {
 // too and both agree on the handle.
 constexpr char kVolumeNameOption[] = "kubernetes.io/pvOrVolumeName";
 
-// The Secret the CSI PV names: the secretRef, or the one the rule's `secrets` read. A CSI PV
-// cannot say "the one key of that Secret, under another name" or "plus userID admin".
-StatusOr<std::optional<SecretReference>> CsiSecretOf(const CsiVolume& volume) {
-  if (!volume.read_secret) return volume.secret;
-  if (!volume.read_secret_single_key_as.empty() || !volume.secret_values.empty()) {
-    return FailedPrecondition(
-        "the flexVolume rule for " + volume.driver + " makes its secret from options, defaults "
-        "or a single-key Secret (secrets.fromOptions, defaults, singleKeyAs): a CSI PV can only "
-        "name a Secret; create one with the keys " + volume.driver + " expects and use a rule "
-        "that names it");
+// The Secret the CSI PV names: the secretRef, the one the rule's `secrets` read, or (migrate) the
+// one migrate writes with the derived keys. A CSI PV cannot say "the one key of that Secret, under
+// another name" or "plus userID admin".
+StatusOr<std::optional<SecretReference>> CsiSecretOf(const CsiVolume& volume,
+                                                     DerivedSecrets derived,
+                                                     const std::string& pv_name,
+                                                     const std::string& claim_namespace) {
+  if (DerivesSecrets(volume)) {
+    if (derived == DerivedSecrets::kRefuse) {
+      return FailedPrecondition("the flexVolume rule for " + volume.driver +
+                                " makes its secret from options, defaults or a single-key Secret "
+                                "(secrets.fromOptions, defaults, singleKeyAs): a CSI PV can only "
+                                "name a Secret; `flexcsi migrate` writes one with the derived "
+                                "keys, or create one with the keys " +
+                                volume.driver + " expects and use a rule that names it");
+    }
+    if (volume.secret) {
+      return FailedPrecondition("the volume names a Secret (secretRef " + volume.secret->name +
+                                ") and its rule derives secrets: a CSI PV names one Secret");
+    }
+    if (pv_name.empty() || claim_namespace.empty()) {
+      return FailedPrecondition("the rule for " + volume.driver +
+                                " derives its secrets, which migrate writes into a Secret in "
+                                "the claim's namespace: the PV has no name or no claimRef");
+    }
+    return std::optional<SecretReference>(
+        SecretReference{WrittenSecretName(pv_name), claim_namespace});
   }
+  if (!volume.read_secret) return volume.secret;
   if (volume.secret && (volume.secret->name != volume.read_secret->name ||
                         volume.secret->namespace_name != volume.read_secret->namespace_name)) {
     return FailedPrecondition("the volume names two Secrets, " + volume.secret->name +
@@ -42,16 +61,17 @@ StatusOr<std::optional<SecretReference>> CsiSecretOf(const CsiVolume& volume) {
                               " (the rule's secrets): a CSI PV names one");
   }
   if (volume.read_secret->namespace_name.empty()) {
-    return InvalidArgument("cannot determine the namespace of secret " +
-                           volume.read_secret->name + " (no claimRef)");
+    return InvalidArgument("cannot determine the namespace of secret " + volume.read_secret->name +
+                           " (no claimRef)");
   }
   return volume.read_secret;
 }
 
-StatusOr<Json> CsiToJson(const CsiVolume& volume) {
+StatusOr<Json> CsiToJson(const CsiVolume& volume, DerivedSecrets derived,
+                         const std::string& pv_name, const std::string& claim_namespace) {
   Json csi = NewCsiSource(volume.driver, volume.volume_handle, volume.fs_type, volume.read_only,
                           volume.volume_attributes);
-  auto secret = CsiSecretOf(volume);
+  auto secret = CsiSecretOf(volume, derived, pv_name, claim_namespace);
   if (!secret.ok()) return secret.status();
   if (*secret) {
     Json ref = NewSecretRef((*secret)->name, (*secret)->namespace_name);
@@ -60,24 +80,36 @@ StatusOr<Json> CsiToJson(const CsiVolume& volume) {
   return csi;
 }
 
-}  // namespace
-
-Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, const SourcePV& pv,
-                                  SpecChanges* changes) {
+// The PV's source as the bridge sees it, and its claim's namespace.
+FlexVolumeSource PVSource(const SourcePV& pv, std::string* claim_namespace) {
   FlexVolumeSource source = SourceFromJson(pv.SpecObject("flexVolume"), "spec.flexVolume");
   // Kubelet's flex plugin resolves a secret without namespace in the pod's namespace, which for
   // a PV is the namespace of its claim.
-  std::string claim_namespace;
   if (JsonView claim = pv.SpecObject("claimRef")) {
-    claim_namespace = StringField(claim, "namespace", "spec.claimRef");
+    *claim_namespace = StringField(claim, "namespace", "spec.claimRef");
   }
   if (!pv.Name().empty()) source.options.emplace(kVolumeNameOption, pv.Name());
+  return source;
+}
+
+}  // namespace
+
+Status TranslateFlexVolumePVToCsi(const FlexVolumeRules& rules, const SourcePV& pv,
+                                  DerivedSecrets derived, SpecChanges* changes) {
+  std::string claim_namespace;
+  FlexVolumeSource source = PVSource(pv, &claim_namespace);
   StatusOr<CsiVolume> volume = MapFlexVolumeToCsi(rules, source, claim_namespace);
   if (!volume.ok()) return volume.status();
-  StatusOr<Json> csi = CsiToJson(*volume);
+  StatusOr<Json> csi = CsiToJson(*volume, derived, pv.Name(), claim_namespace);
   if (!csi.ok()) return csi.status();
   ReplaceSourceWithCsi("flexVolume", std::move(*csi), changes);
   return Status::Ok();
+}
+
+StatusOr<CsiVolume> FlexVolumePVToCsiVolume(const FlexVolumeRules& rules, const SourcePV& pv) {
+  std::string claim_namespace;
+  FlexVolumeSource source = PVSource(pv, &claim_namespace);
+  return MapFlexVolumeToCsi(rules, source, claim_namespace);
 }
 
 StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, const Json& volume,
@@ -90,11 +122,10 @@ StatusOr<Json> TranslateFlexVolumeInlineToCsi(const FlexVolumeRules& rules, cons
   }
   StatusOr<CsiVolume> csi = MapFlexVolumeToCsi(rules, source, pod_namespace);
   if (!csi.ok()) return csi.status();
-  StatusOr<Json> csi_json = CsiToJson(*csi);
+  StatusOr<Json> csi_json = CsiToJson(*csi, DerivedSecrets::kRefuse, "", "");
   if (!csi_json.ok()) return csi_json.status();
   std::string name = csi->driver + "-" + csi->volume_handle;
-  return NewInlinePV(name, std::move(*csi_json),
-                     csi->read_only ? "ReadOnlyMany" : "ReadWriteOnce");
+  return NewInlinePV(name, std::move(*csi_json), csi->read_only ? "ReadOnlyMany" : "ReadWriteOnce");
 }
 
 Status TranslateCsiPVToFlexVolume(const FlexVolumeRule& rule, Json& pv) {

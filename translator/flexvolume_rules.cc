@@ -165,6 +165,7 @@ Status ResolveRuleSecrets(const FlexVolumeRule& rule,
                           const std::map<std::string, std::string>& options,
                           const std::string& fallback_namespace, CsiVolume* out) {
   const RuleSecrets& secrets = *rule.secrets;
+  out->secret_ref_fields = rule.secret_refs;  // what names the Secret migrate writes, if derived
   out->secret_values = secrets.defaults;
   for (const auto& [option, key] : secrets.from_options) {
     auto it = options.find(option);
@@ -188,7 +189,6 @@ Status ResolveRuleSecrets(const FlexVolumeRule& rule,
   }
   out->read_secret = read;
   out->read_secret_single_key_as = secrets.single_key_as;
-  out->secret_ref_fields = rule.secret_refs;
   return Status::Ok();
 }
 

@@ -38,7 +38,8 @@ JsonView FlexSourceOfPV(JsonView pv) { return FindField(FindField(pv, "spec"), k
 
 Translator::Translator() : Translator(FlexVolumeRules()) {}
 
-Translator::Translator(FlexVolumeRules rules) : rules_(std::move(rules)) {
+Translator::Translator(FlexVolumeRules rules, DerivedSecrets derived_secrets)
+    : rules_(std::move(rules)), derived_secrets_(derived_secrets) {
   // A fixed order; upstream iterates a Go map, which only matters for objects that (invalidly)
   // carry two volume sources.
   plugins_.push_back(NewGcePdPlugin());
@@ -122,11 +123,24 @@ StatusOr<SpecChanges> Translator::TranslateInTreePVToCSIChanges(JsonView pv) con
       return changes;
     }
     if (!rules_.empty() && source.SpecField(kFlexVolumeField)) {
-      FLEXCSI_RETURN_IF_ERROR(TranslateFlexVolumePVToCsi(rules_, source, &changes));
+      FLEXCSI_RETURN_IF_ERROR(
+          TranslateFlexVolumePVToCsi(rules_, source, derived_secrets_, &changes));
       return changes;
     }
     return InvalidArgument("could not find in-tree plugin translation logic for " +
                            GoQuote(source.Name()));
+  });
+}
+
+StatusOr<CsiVolume> Translator::FlexVolumeOfPV(const Json& pv) const {
+  return Guarded([&]() -> StatusOr<CsiVolume> {
+    RequireObject(pv, "persistent volume");
+    const SourcePV source(pv);
+    if (rules_.empty() || !source.SpecField(kFlexVolumeField)) {
+      return InvalidArgument("PV " + GoQuote(source.Name()) +
+                             " has no flexVolume source with a rule");
+    }
+    return FlexVolumePVToCsiVolume(rules_, source);
   });
 }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "translator/derived_secrets.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/json_view.h"
 #include "translator/spec_changes.h"
@@ -32,7 +33,8 @@ class Translator {
  public:
   // The eight built-in plugins and, optionally, FlexVolume rules.
   Translator();
-  explicit Translator(FlexVolumeRules rules);
+  explicit Translator(FlexVolumeRules rules,
+                      DerivedSecrets derived_secrets = DerivedSecrets::kRefuse);
   ~Translator();
   Translator(Translator&&) noexcept;
   Translator& operator=(Translator&&) noexcept;
@@ -56,6 +58,10 @@ class Translator {
   // `in_tree_plugin_name` is e.g. "kubernetes.io/gce-pd" (never a CSI driver name).
   StatusOr<nlohmann::json> TranslateInTreeStorageClassToCSI(const std::string& in_tree_plugin_name,
                                                             const nlohmann::json& sc) const;
+
+  // A flexVolume PV (with a rule): the CSI volume its rule makes, secrets unresolved
+  // (read_secret's namespace the claim's where the rule names none). See derived_secrets.h.
+  StatusOr<CsiVolume> FlexVolumeOfPV(const nlohmann::json& pv) const;
 
   bool IsMigratableIntreePluginByName(const std::string& in_tree_plugin_name) const;
   bool IsMigratedCSIDriverByName(const std::string& csi_driver_name) const;
@@ -90,6 +96,7 @@ class Translator {
   std::vector<std::unique_ptr<InTreePlugin>> plugins_;
   std::vector<std::string_view> source_fields_;  // plugins_[i]->SourceField()
   FlexVolumeRules rules_;
+  DerivedSecrets derived_secrets_;
 };
 
 // Upstream's exported helpers live beside their subject: KubernetesVolumeIDToEBSVolumeID in

@@ -1,6 +1,7 @@
 #include "bridge/csi_client.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "bridge/metrics.h"
@@ -53,6 +54,8 @@ bool IsFinalCsiError(const Status& status) {
   }
 }
 
+bool IsPendingCsiError(const Status& status) { return status.code() == Code::kAborted; }
+
 CsiClient::CsiClient(std::string endpoint, Metrics* metrics,
                      std::chrono::milliseconds unavailable_budget)
     : endpoint_(std::move(endpoint)),
@@ -78,8 +81,10 @@ Status CsiClient::Invoke(const char* method, const Deadline& deadline,
   const auto started = Deadline::Clock::now();
   const auto unavailable_until = started + unavailable_budget_;
   std::chrono::milliseconds backoff(100);
+  std::optional<Status> pending;  // the driver's last ABORTED answer, if any
   for (;;) {
     if (deadline.expired()) {
+      if (pending) return *pending;
       return DeadlineExceeded(std::string(method) + ": no time left before the call's deadline");
     }
     grpc::ClientContext context;
@@ -101,10 +106,12 @@ Status CsiClient::Invoke(const char* method, const Deadline& deadline,
         std::chrono::duration<double>(Deadline::Clock::now() - attempt_started).count();
     Status status = FromGrpc(method, result);
     if (metrics_ != nullptr) metrics_->RecordCsiRpc(method, status.code(), seconds);
+    // An attempt cut short by the deadline after the driver said "pending" is still pending.
+    if (pending && status.code() == Code::kDeadlineExceeded) return *pending;
+    if (IsPendingCsiError(status)) pending = status;
 
-    const bool retry =
-        status.code() == Code::kAborted ||
-        (status.code() == Code::kUnavailable && Deadline::Clock::now() < unavailable_until);
+    const bool retry = IsPendingCsiError(status) || (status.code() == Code::kUnavailable &&
+                                                     Deadline::Clock::now() < unavailable_until);
     if (!retry) {
       if (status.code() == Code::kUnavailable) {
         return Unavailable(status.message() + " (CSI driver at " + endpoint_ +

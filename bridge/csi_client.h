@@ -33,6 +33,13 @@ Status FromGrpc(const std::string& method, const grpc::Status& status);
 // kubelet's isFinalError: true when the RPC definitely did not leave work running in the driver.
 bool IsFinalCsiError(const Status& status);
 
+// ABORTED: the driver is still working on an operation for the same volume or name (CSI's
+// "operation pending"; ceph-csi's CephFS clone answers `clone from snapshot is pending` until the
+// copy is done). Not a failure: the same request, repeated later, finds that work. Invoke retries
+// it within the call's deadline and, when the deadline comes first, returns this answer rather
+// than DEADLINE_EXCEEDED, so that callers can tell "still pending" from "did not answer".
+bool IsPendingCsiError(const Status& status);
+
 class CsiClient {
  public:
   // `endpoint` is "unix:///path/csi.sock" (or a bare absolute path). `metrics` may be null.

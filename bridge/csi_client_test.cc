@@ -21,10 +21,12 @@ class CountingController final : public csi::v1::Controller::Service {
  public:
   std::atomic<int> creates{0}, deletes{0}, cancelled{0};
   std::atomic<bool> block{false};
+  std::atomic<bool> pending{false};  // CreateVolume answers as ceph-csi does during a clone
 
   grpc::Status CreateVolume(grpc::ServerContext* context, const csi::v1::CreateVolumeRequest* req,
                             csi::v1::CreateVolumeResponse* resp) override {
     ++creates;
+    if (pending) return grpc::Status(grpc::StatusCode::ABORTED, "clone from snapshot is pending");
     while (block) {
       if (context->IsCancelled()) {
         ++cancelled;
@@ -125,6 +127,23 @@ TEST_F(CsiClientFenceTest, CancelFencedCallsEndsTheCallsInFlight) {
   EXPECT_EQ(result.code(), Code::kCancelled) << result.ToString();
   // Not retried after the cancel, and the fence keeps it from being made again.
   EXPECT_EQ(driver_.creates, 1);
+}
+
+// A driver still saying "pending" when the call's time is up: the caller learns that (ABORTED,
+// the driver's words), not DEADLINE_EXCEEDED, and the call was retried meanwhile.
+TEST_F(CsiClientFenceTest, ADriverStillPendingAtTheDeadlineIsReportedAsPending) {
+  driver_.pending = true;
+  auto created = client_->CreateVolume(Create("clone"), Deadline::In(milliseconds(700)));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), Code::kAborted) << created.status().ToString();
+  EXPECT_TRUE(IsPendingCsiError(created.status()));
+  EXPECT_NE(created.status().message().find("clone from snapshot is pending"), std::string::npos);
+  EXPECT_GE(driver_.creates.load(), 3);
+
+  driver_.pending = false;  // the copy is done: the same name now answers
+  auto done = client_->CreateVolume(Create("clone"), Deadline::In(milliseconds(2000)));
+  EXPECT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_FALSE(IsPendingCsiError(DeadlineExceeded("x")));
 }
 
 }  // namespace

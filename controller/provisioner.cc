@@ -268,6 +268,13 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   }
   auto created = ctx_.Csi(driver).CreateVolume(request, Deadline::In(ctx_.timeout));
   if (!created.ok()) {
+    if (IsPendingCsiError(created.status())) {
+      // The driver is still making this volume (a CephFS clone copies in the background and
+      // answers "pending" until it is done): no failure, so no ProvisioningFailed event. The
+      // claim's backoff repeats CreateVolume by the same name, which finds that volume.
+      spdlog::info("claim {}/{}: {} still pending in the driver; asking again", ns, name, pv_name);
+      return created.status();
+    }
     Failed(claim, class_name, created.status());
     // A final error means nothing was created; anything else may still be in flight, and the
     // row stays so that the volume is found again (retry) or deleted (claim gone).

@@ -29,6 +29,8 @@ SecretKeys KeysFor(SecretKind kind) {
       return {"ControllerExpand", "controller-expand", nullptr, false};
     case SecretKind::kNodeExpand:
       return {"NodeExpand", "node-expand", nullptr, true};
+    case SecretKind::kSnapshotter:
+      return {"Snapshotter", "snapshotter", nullptr, false};
   }
   return {"?", "?", nullptr, false};
 }

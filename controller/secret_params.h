@@ -4,6 +4,9 @@
 //   namespace: ${pv.name} ${pvc.namespace}
 // The provisioner and controller-expand secrets may not use ${pvc.annotations[...]}: those
 // secrets are the driver's own credentials and a claim's author must not pick them.
+// A VolumeSnapshotClass's csi.storage.k8s.io/snapshotter-secret-name|namespace (kSnapshotter)
+// resolve the same way, with no claim and no PV: a literal name, as the classes of the drivers'
+// own examples give it (csi-snapshotter's ${volumesnapshot.*} templates are refused, named).
 #pragma once
 
 #include <map>
@@ -23,6 +26,7 @@ enum class SecretKind {
   kNodePublish,
   kControllerExpand,
   kNodeExpand,
+  kSnapshotter,
 };
 const char* SecretKindName(SecretKind kind);  // "Provisioner", "NodeStage", ...
 

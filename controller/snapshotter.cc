@@ -1,9 +1,13 @@
 #include "controller/snapshotter.h"
 
+#include <map>
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
 #include "controller/fault_points.h"
 #include "controller/flex_pv.h"
+#include "controller/secret_params.h"
 
 namespace flexcsi::controller {
 namespace {
@@ -21,6 +25,23 @@ nlohmann::json WithKind(nlohmann::json snapshot) {
   snapshot["kind"] = "VolumeSnapshot";
   snapshot["apiVersion"] = kGroup;
   return snapshot;
+}
+
+// Where snapshot-controller keeps the class's snapshotter secret on a content, for
+// DeleteSnapshot after the class is gone; CreateSnapshot reads it there too.
+constexpr const char* kAnnSnapshotDeletionSecretName =
+    "snapshot.storage.kubernetes.io/deletion-secret-name";
+constexpr const char* kAnnSnapshotDeletionSecretNamespace =
+    "snapshot.storage.kubernetes.io/deletion-secret-namespace";
+
+std::map<std::string, std::string> StringParameters(const nlohmann::json& cls) {
+  std::map<std::string, std::string> params;
+  const auto& p = JField(cls, "parameters");
+  if (!p.is_object()) return params;
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (it.value().is_string()) params[it.key()] = it.value().get<std::string>();
+  }
+  return params;
 }
 
 nlohmann::json WithoutFinalizer(nlohmann::json object, const std::string& finalizer) {
@@ -80,6 +101,7 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
   if (!content.ok()) {
     if (!kube::IsNotFound(content.status())) return content.status();
     std::string deletion_policy = "Delete";
+    std::optional<SecretRef> secret;
     const std::string class_name = JStr(JField(*snap, "spec"), "volumeSnapshotClassName");
     if (!class_name.empty()) {
       auto cls = ctx_.client->Get(
@@ -90,6 +112,9 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
                                            JStr(*cls, "driver")));
       }
       if (!JStr(*cls, "deletionPolicy").empty()) deletion_policy = JStr(*cls, "deletionPolicy");
+      auto ref = ResolveSecretRef(SecretKind::kSnapshotter, StringParameters(*cls), "", nullptr);
+      if (!ref.ok()) return Fail(*snap, ref.status().WithContext("snapshot class " + class_name));
+      if (ref->has_value()) secret = **ref;
     }
     auto volume = CsiVolumeOfPV(*driver, *pv);
     if (!volume.ok()) return Fail(*snap, volume.status());
@@ -110,6 +135,10 @@ Status Snapshotter::SyncSnapshot(const std::string& ns, const std::string& name)
                                {"name", name},
                                {"uid", uid}}}}}};
     if (!class_name.empty()) body["spec"]["volumeSnapshotClassName"] = class_name;
+    if (secret) {
+      body["metadata"]["annotations"][kAnnSnapshotDeletionSecretName] = secret->name;
+      body["metadata"]["annotations"][kAnnSnapshotDeletionSecretNamespace] = secret->namespace_;
+    }
     auto made = ctx_.client->Create(Contents(), body);
     if (!made.ok() && !kube::IsAlreadyExists(made.status())) return made.status();
     content = ctx_.client->Get(Contents().Named(content_name));
@@ -185,6 +214,15 @@ Status Snapshotter::SyncContent(const std::string& name) {
   if (Annotation(*content, kAnnManagedBy).empty()) return Status::Ok();
   const std::string handle = JStr(JField(*content, "status"), "snapshotHandle");
   const auto& ref = JField(spec, "volumeSnapshotRef");
+  // The class's snapshotter secret, as the content recorded it when it was made.
+  std::map<std::string, std::string> secrets;
+  if (const std::string secret_name = Annotation(*content, kAnnSnapshotDeletionSecretName);
+      !secret_name.empty()) {
+    auto data = ctx_.SecretData(
+        SecretRef{secret_name, Annotation(*content, kAnnSnapshotDeletionSecretNamespace)});
+    if (!data.ok()) return data.status();
+    secrets = std::move(*data);
+  }
 
   // Is the content's snapshot gone (or being deleted)? Then the content goes too.
   bool orphaned = BeingDeleted(*content);
@@ -198,6 +236,7 @@ Status Snapshotter::SyncContent(const std::string& name) {
         HasFinalizer(*content, kContentFinalizer)) {
       csi::v1::DeleteSnapshotRequest del;
       del.set_snapshot_id(handle);
+      for (const auto& [k, v] : secrets) (*del.mutable_secrets())[k] = v;
       Status s = ctx_.Csi(*driver).DeleteSnapshot(del, Deadline::In(ctx_.timeout));
       if (!s.ok() && s.code() != Code::kNotFound) return s;
       spdlog::info("deleted snapshot {} of content {}", handle, name);
@@ -227,6 +266,17 @@ Status Snapshotter::SyncContent(const std::string& name) {
   csi::v1::CreateSnapshotRequest req;
   req.set_name("snapshot-" + JStr(ref, "uid"));
   req.set_source_volume_id(source_volume);
+  for (const auto& [k, v] : secrets) (*req.mutable_secrets())[k] = v;
+  // The class's parameters but its csi.storage.k8s.io/ keys, as csi-snapshotter passes them
+  // (ceph-csi needs clusterID there).
+  if (const std::string class_name = JStr(spec, "volumeSnapshotClassName"); !class_name.empty()) {
+    auto cls = ctx_.client->Get(
+        kube::ResourcePath::Group(kGroup, "volumesnapshotclasses").Named(class_name));
+    if (!cls.ok()) return cls.status().WithContext("snapshot class " + class_name);
+    for (const auto& [k, v] : StringParameters(*cls)) {
+      if (!IsProvisionerOnlyParameter(k)) (*req.mutable_parameters())[k] = v;
+    }
+  }
   auto made = ctx_.Csi(*driver).CreateSnapshot(req, Deadline::In(ctx_.timeout));
   if (!made.ok()) {
     auto snap = ctx_.client->Get(Snapshots(JStr(ref, "namespace")).Named(JStr(ref, "name")));

@@ -84,5 +84,21 @@ TEST(SecretParams, InvalidResolvedNameIsRefused) {
   EXPECT_NE(r.status().message().find("not a valid secret name"), std::string::npos);
 }
 
+// A VolumeSnapshotClass's snapshotter secret: literal names, no claim to take templates from.
+TEST(SecretParams, SnapshotClassNamesTheSnapshotterSecretLiterally) {
+  std::map<std::string, std::string> params = {
+      {"clusterID", "rook-ceph"},
+      {"csi.storage.k8s.io/snapshotter-secret-name", "provisioner"},
+      {"csi.storage.k8s.io/snapshotter-secret-namespace", "ceph-csi"}};
+  auto r = ResolveSecretRef(SecretKind::kSnapshotter, params, "", nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ(((*r)->name + "/" + (*r)->namespace_), "provisioner/ceph-csi");
+  params["csi.storage.k8s.io/snapshotter-secret-name"] = "${volumesnapshot.name}";
+  auto templated = ResolveSecretRef(SecretKind::kSnapshotter, params, "", nullptr);
+  ASSERT_FALSE(templated.ok());
+  EXPECT_NE(templated.status().message().find("${volumesnapshot.name}"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace flexcsi::controller

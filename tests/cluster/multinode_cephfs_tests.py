@@ -319,12 +319,15 @@ class SharedCephfsVolumeTest(unittest.TestCase):
         finally:
             c.kubectl("uncordon", b.name)
 
+        ended = time.monotonic()
         clustertest.delete_and_wait("pod", "writer-" + a.name, NS)
         for node in (a, b):
             self.assert_nothing_left_on(node)
+        timed("last pod deleted, nothing left on either node", time.monotonic() - ended)
         clustertest.delete_and_wait("pvc", "shared", NS)
         wait_for("the PV to be deleted", lambda: get("pv", pv["metadata"]["name"]) is None, 120)
         wait_for("the subvolume to be deleted", lambda: ceph.subvolumes() == [], 60)
+        timed("from the last pod's delete to the PV and subvolume gone", time.monotonic() - ended)
         timed("the whole story", time.monotonic() - began)
         self.assertEqual(keys_in_logs(ceph), [])
 

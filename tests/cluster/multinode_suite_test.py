@@ -139,8 +139,8 @@ class MigrateAcrossNodesTest(multinode_migrate_tests.MigrateAcrossNodesTest):
     pass
 
 
-# Here for the same reason: on this suite's cluster. After the tests above (unittest runs the
-# classes in the order of their names), so that they hide Ceph's start.
+# Here for the same reason: on this suite's cluster. unittest runs the classes in the order of
+# their names: this one after four others, which hide Ceph's start (keep the name late).
 class SharedCephfsVolumeTest(multinode_cephfs_tests.SharedCephfsVolumeTest):
     """One CephFS volume on both nodes at once, then a drain (multinode_cephfs_tests.py)."""
 

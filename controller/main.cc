@@ -17,6 +17,7 @@
 #include "controller/controller.h"
 #include "controller/leader_election.h"
 #include "controller/provisioner_lock.h"
+#include "controller/served_drivers.h"
 #include "kube/kube_config.h"
 
 namespace {
@@ -239,6 +240,10 @@ int main(int argc, char** argv) {
                  "--leader-election-renew-deadline must be shorter than 15s: csi-provisioner v1.x "
                  "takes the lock 15 s after it last saw it renewed, whatever the lock says\n";
     return 2;
+  }
+  if (Status one = controller::CheckOneEntryPerProvisioner(*bridge); !one.ok()) {
+    std::cerr << "flexcsi-controller: " << one.message() << "\n";
+    return 1;
   }
   // The lock is external-provisioner's for the driver, so that the two never provision for it
   // at once. One lock gates all the work of a process: with leader election it serves one

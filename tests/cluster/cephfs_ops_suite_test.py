@@ -324,23 +324,23 @@ class CephfsOpsSuite(unittest.TestCase):
                          "name": "snap"},
             "clone": {"kind": "PersistentVolumeClaim", "name": "source"},
         }
-        # both at once: each waits out the mgr's clone delay
-        before = CEPH.subvolumes()
-        began = time.monotonic()
-        apply(sum(([claim(ns, name, data_source=source),
-                    busybox_pod(ns, name, [claim_volume(name)], DATA_MOUNT)]
-                   for name, source in sources.items()), []))
-        for name in sources:
+        # One after the other: made at once, one clone's CreateVolume once took longer than the
+        # 8 s --timeout in cephcsi (no ABORTED in that call), a DEADLINE_EXCEEDED that
+        # flexcsi-controller reports as ProvisioningFailed (the default timeout is 60 s)
+        for name, source in sources.items():
+            before = CEPH.subvolumes()
+            began = time.monotonic()
+            apply([claim(ns, name, data_source=source),
+                   busybox_pod(ns, name, [claim_volume(name)], DATA_MOUNT)])
             wait_pod_running(ns, name, timeout=240)
             clustertest.timed("%s claim to a running pod" % name, time.monotonic() - began)
             self.assertEqual(exec_in(ns, name, "sha256sum", "/data/payload").split()[0],
                              written)
+            after = CEPH.subvolumes()
+            self.assertEqual(len(after), len(before) + 1, (before, after))
             self.assertEqual(clustertest.controller_events(ns, name, "ProvisioningFailed"), [])
-        after = CEPH.subvolumes()
-        self.assertEqual(len(after), len(before) + len(sources), (before, after))
-        # the mgr held each clone past one CreateVolume's deadline: the pending clone was seen
-        # by the controller, and waited for
-        for name in sources:
+            # the mgr held the clone past one CreateVolume's deadline: the controller saw it
+            # pending, and waited for it
             uid = get("pvc", name, ns)["metadata"]["uid"]
             self.assertIn("pvc-%s still pending in the driver" % uid, controller_log())
         for name in sources:

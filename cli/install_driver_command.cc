@@ -26,8 +26,6 @@ bool IsNameChar(char c) {
          c == '_' || c == '-';
 }
 
-std::string ErrnoText() { return std::strerror(errno); }
-
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read " + path + ": " + ErrnoText());

@@ -1,6 +1,11 @@
 #include "common/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace flexcsi {
+
+std::string ErrnoText() { return std::strerror(errno); }
 
 const char* CodeName(Code code) {
   switch (code) {

@@ -32,6 +32,9 @@ enum class Code : int {
 
 const char* CodeName(Code code);
 
+// strerror(errno): what the last failed system call said, for an error's message.
+std::string ErrnoText();
+
 class Status {
  public:
   Status() = default;  // OK

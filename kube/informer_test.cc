@@ -24,7 +24,7 @@ bool WaitFor(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(1
   return pred();
 }
 
-Json ConfigMap(const std::string& name, bool labelled = true) {
+Json LabelledConfigMap(const std::string& name, bool labelled = true) {
   Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}}}};
   if (labelled) cm["metadata"]["labels"] = {{"watched", "yes"}};
   return cm;
@@ -91,7 +91,7 @@ TEST_F(InformerTest, WatchStreamsEventsAndEndsOnServerTimeout) {
   ASSERT_TRUE(list.ok());
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    client_->Create(ConfigMaps(), ConfigMap("w"));
+    client_->Create(ConfigMaps(), LabelledConfigMap("w"));
     client_->Patch(ConfigMaps().Named("w"), PatchType::kMerge, {{"data", {{"k", "v"}}}});
     client_->Delete(ConfigMaps().Named("w"));
   });
@@ -116,7 +116,7 @@ TEST_F(InformerTest, WatchStreamsEventsAndEndsOnServerTimeout) {
 TEST_F(InformerTest, WatchFromCompactedVersionIsOutOfRange) {
   StatusOr<Json> list = client_->List(ConfigMaps());
   ASSERT_TRUE(list.ok());
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("a")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("a")).ok());
   server_->Control("compact");
   WatchOptions options;
   options.resource_version = (*list)["metadata"]["resourceVersion"];
@@ -127,7 +127,7 @@ TEST_F(InformerTest, WatchFromCompactedVersionIsOutOfRange) {
 }
 
 TEST_F(InformerTest, WatchStopsOnHandlerOrStopFlag) {
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("x")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("x")).ok());
   WatchOptions options;  // no resourceVersion: existing objects arrive as ADDED first
   int calls = 0;
   Status s = client_->Watch(ConfigMaps(), options, [&](const WatchEvent&) { return ++calls < 1; });
@@ -148,10 +148,10 @@ TEST_F(InformerTest, WatchStopsOnHandlerOrStopFlag) {
 }
 
 TEST_F(InformerTest, CacheFollowsEventsAcrossPagedList) {
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("before")).ok());
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("other", /*labelled=*/false)).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("before")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("other", /*labelled=*/false)).ok());
   for (int i = 0; i < 3; ++i) {  // more than one page
-    ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("page-" + std::to_string(i))).ok());
+    ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("page-" + std::to_string(i))).ok());
   }
   InformerHarness h(client_.get(), ns_);
   h.Start();
@@ -160,7 +160,7 @@ TEST_F(InformerTest, CacheFollowsEventsAcrossPagedList) {
   EXPECT_FALSE(h.informer().Get(h.Key("other")).has_value());  // the selector applies
   EXPECT_EQ(h.Count("ADDED before"), 1);
 
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("live")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("live")).ok());
   ASSERT_TRUE(
       client_->Patch(ConfigMaps().Named("before"), PatchType::kMerge, {{"data", {{"k", "v"}}}})
           .ok());
@@ -175,8 +175,8 @@ TEST_F(InformerTest, CacheFollowsEventsAcrossPagedList) {
 }
 
 TEST_F(InformerTest, RelistReportsObjectsDeletedMeanwhile) {
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("stays")).ok());
-  ASSERT_TRUE(client_->Create(ConfigMaps(), ConfigMap("goes")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("stays")).ok());
+  ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("goes")).ok());
   InformerHarness h(client_.get(), ns_);
   h.Start();
   ASSERT_TRUE(WaitFor([&] { return h.informer().HasSynced(); }));
@@ -211,14 +211,14 @@ TEST(InformerRestartTest, RelistsAfterServerRestart) {
   config.request_timeout = std::chrono::seconds(5);
   std::unique_ptr<KubeClient> client = ConnectOrFail(config);
   ResourcePath cms = ResourcePath::Core("configmaps", "default");
-  ASSERT_TRUE(client->Create(cms, ConfigMap("kept")).ok());
+  ASSERT_TRUE(client->Create(cms, LabelledConfigMap("kept")).ok());
   InformerHarness h(client.get(), "default");
   h.Start();
   ASSERT_TRUE(WaitFor([&] { return h.Count("ADDED kept") == 1; }));
 
   ASSERT_TRUE(server.process().Restart().ok());
   ASSERT_TRUE(WaitFor([&] { return h.Count("ADDED kept") == 2; }, std::chrono::seconds(20)));
-  ASSERT_TRUE(client->Create(cms, ConfigMap("after")).ok());
+  ASSERT_TRUE(client->Create(cms, LabelledConfigMap("after")).ok());
   ASSERT_TRUE(WaitFor([&] { return h.Count("ADDED after") == 1; }));
   EXPECT_EQ(h.informer().List().size(), 2u);
 }

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "common/trim_space.h"
 #include "common/yaml_json.h"
 #include "kube/api_status.h"
 #include "kube/backoff.h"
@@ -56,13 +57,6 @@ StatusOr<std::string> DumpBody(const Json& value) {
   } catch (const Json::exception& e) {
     return InvalidArgument(std::string("request body cannot be encoded as JSON: ") + e.what());
   }
-}
-
-std::string TrimSpace(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 }  // namespace

@@ -17,8 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/yaml_json.h"
 #include "common/base64.h"
+#include "common/trim_space.h"
+#include "common/yaml_json.h"
 
 namespace flexcsi::kube {
 namespace {
@@ -48,13 +49,6 @@ std::string GetEnv(const char* name) {
 }
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
-
-std::string TrimSpace(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 std::string HomeDirectory() {
   std::string home = GetEnv("HOME");

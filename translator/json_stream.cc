@@ -92,7 +92,7 @@ std::string NlohmannErrorFrom(InputBuffer& input, uint64_t from) {
 }
 
 // Shifts "at line L, column C" in `message` from a text starting at (line, column) of the input.
-std::string Relocate(const std::string& message, uint64_t line, uint64_t column) {
+std::string RelocateNlohmannError(const std::string& message, uint64_t line, uint64_t column) {
   const std::string kLine = "at line ", kColumn = ", column ";
   size_t l = message.find(kLine);
   if (l == std::string::npos) return message;
@@ -387,7 +387,7 @@ class Streamer {
     if (in_.begin() == 0) return NlohmannError();
     uint64_t line, column;
     in_.Position(value_start, &line, &column);
-    std::string message = Relocate(NlohmannErrorFrom(in_, value_start), line, column);
+    std::string message = RelocateNlohmannError(NlohmannErrorFrom(in_, value_start), line, column);
     if (message.empty()) message = "syntax error";
     return InvalidArgument("invalid JSON: " + message);
   }

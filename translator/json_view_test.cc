@@ -110,7 +110,7 @@ void ExpectSameView(JsonView simd, JsonView nl, const std::string& path) {
   }
 }
 
-void ExpectSameAsNlohmann(const std::string& text) {
+void ExpectViewSameAsNlohmann(const std::string& text) {
   SCOPED_TRACE(text);
   SimdDoc doc(text);
   ASSERT_TRUE(doc.ok());
@@ -157,7 +157,7 @@ TEST(JsonViewTest, SimdjsonAnswersAsNlohmann) {
            R"({"n":0,"m":-1,"u":18446744073709551615,"f":1.5,"t":true,"x":false,"z":null})",
            R"([true,false,null,"","tab\t\"q\"\\ \/"])", "true", "false", "null", R"("s")", "42",
            "-42", "1.5", ManyMembers(false), ManyMembers(true)}) {
-    ExpectSameAsNlohmann(text);
+    ExpectViewSameAsNlohmann(text);
   }
 }
 

@@ -48,7 +48,8 @@ bool IsEntry(std::string_view line, size_t indent) {
 }
 
 // Moves "line L, column C" of a message about a piece to where the piece is in the input.
-std::string Relocate(const std::string& message, uint64_t first_line, uint64_t column_shift) {
+std::string RelocatePieceError(const std::string& message, uint64_t first_line,
+                               uint64_t column_shift) {
   const std::string kLine = "line ", kColumn = ", column ";
   size_t l = message.find(kLine);
   while (l != std::string::npos && (l + kLine.size() >= message.size() ||
@@ -244,7 +245,7 @@ class YamlStreamer {
   // Reading a piece failed: as a whole the input may still be fine (an alias to an anchor
   // elsewhere), so the caller may read it whole; the message places the error in the input.
   static Status PieceError(const Status& status, uint64_t first_line, size_t column_shift) {
-    return FailedPrecondition(Relocate(status.message(), first_line, column_shift));
+    return FailedPrecondition(RelocatePieceError(status.message(), first_line, column_shift));
   }
 
   InputBuffer& in_;

@@ -15,10 +15,6 @@
 namespace flexcsi {
 namespace loopback {
 
-namespace {
-std::string ErrnoText() { return strerror(errno); }
-}  // namespace
-
 Status CreateSparseFile(const std::string& path, int64_t size_bytes) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {

@@ -24,16 +24,6 @@ std::map<std::string, std::string> ToMap(
   return std::map<std::string, std::string>(map.begin(), map.end());
 }
 
-// Logs one RPC's outcome. Only ids and names: requests may carry secrets.
-grpc::Status Finish(const char* rpc, const std::string& subject, const Status& status) {
-  if (status.ok()) {
-    spdlog::info("{} {}: OK", rpc, subject);
-  } else {
-    spdlog::warn("{} {}: {}", rpc, subject, status.ToString());
-  }
-  return ToGrpcStatus(status);
-}
-
 bool WantsBlockOnly(const google::protobuf::RepeatedPtrField<VolumeCapability>& capabilities) {
   bool any_block = false;
   bool any_mount = false;
@@ -90,8 +80,8 @@ csi::v1::VolumeCondition ControllerServer::ConditionOf(const VolumeRecord& recor
 grpc::Status ControllerServer::CreateVolume(grpc::ServerContext*,
                                             const csi::v1::CreateVolumeRequest* request,
                                             csi::v1::CreateVolumeResponse* response) {
-  return Finish("CreateVolume", "name=" + request->name(),
-                DoCreateVolume(*request, response->mutable_volume()));
+  return FinishRpc("CreateVolume", "name=" + request->name(),
+                   DoCreateVolume(*request, response->mutable_volume()));
 }
 
 Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& request,
@@ -242,7 +232,7 @@ Status ControllerServer::DoCreateVolume(const csi::v1::CreateVolumeRequest& requ
 grpc::Status ControllerServer::DeleteVolume(grpc::ServerContext*,
                                             const csi::v1::DeleteVolumeRequest* request,
                                             csi::v1::DeleteVolumeResponse*) {
-  return Finish("DeleteVolume", request->volume_id(), DoDeleteVolume(*request));
+  return FinishRpc("DeleteVolume", request->volume_id(), DoDeleteVolume(*request));
 }
 
 Status ControllerServer::DoDeleteVolume(const csi::v1::DeleteVolumeRequest& request) {
@@ -272,11 +262,11 @@ grpc::Status ControllerServer::ControllerPublishVolume(
     grpc::ServerContext*, const csi::v1::ControllerPublishVolumeRequest* request,
     csi::v1::ControllerPublishVolumeResponse* response) {
   if (!options_.controller_attach) {
-    return Finish("ControllerPublishVolume", request->volume_id(),
-                  Unimplemented("PUBLISH_UNPUBLISH_VOLUME is disabled (--no-attach)"));
+    return FinishRpc("ControllerPublishVolume", request->volume_id(),
+                     Unimplemented("PUBLISH_UNPUBLISH_VOLUME is disabled (--no-attach)"));
   }
-  return Finish("ControllerPublishVolume", request->volume_id() + " node=" + request->node_id(),
-                DoControllerPublish(*request, response));
+  return FinishRpc("ControllerPublishVolume", request->volume_id() + " node=" + request->node_id(),
+                   DoControllerPublish(*request, response));
 }
 
 Status ControllerServer::DoControllerPublish(const csi::v1::ControllerPublishVolumeRequest& request,
@@ -339,11 +329,12 @@ grpc::Status ControllerServer::ControllerUnpublishVolume(
     grpc::ServerContext*, const csi::v1::ControllerUnpublishVolumeRequest* request,
     csi::v1::ControllerUnpublishVolumeResponse*) {
   if (!options_.controller_attach) {
-    return Finish("ControllerUnpublishVolume", request->volume_id(),
-                  Unimplemented("PUBLISH_UNPUBLISH_VOLUME is disabled (--no-attach)"));
+    return FinishRpc("ControllerUnpublishVolume", request->volume_id(),
+                     Unimplemented("PUBLISH_UNPUBLISH_VOLUME is disabled (--no-attach)"));
   }
-  return Finish("ControllerUnpublishVolume", request->volume_id() + " node=" + request->node_id(),
-                DoControllerUnpublish(*request));
+  return FinishRpc("ControllerUnpublishVolume",
+                   request->volume_id() + " node=" + request->node_id(),
+                   DoControllerUnpublish(*request));
 }
 
 Status ControllerServer::DoControllerUnpublish(
@@ -371,7 +362,8 @@ Status ControllerServer::DoControllerUnpublish(
 grpc::Status ControllerServer::ValidateVolumeCapabilities(
     grpc::ServerContext*, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
     csi::v1::ValidateVolumeCapabilitiesResponse* response) {
-  return Finish("ValidateVolumeCapabilities", request->volume_id(), DoValidate(*request, response));
+  return FinishRpc("ValidateVolumeCapabilities", request->volume_id(),
+                   DoValidate(*request, response));
 }
 
 Status ControllerServer::DoValidate(const csi::v1::ValidateVolumeCapabilitiesRequest& request,
@@ -411,8 +403,8 @@ Status ControllerServer::DoValidate(const csi::v1::ValidateVolumeCapabilitiesReq
 grpc::Status ControllerServer::ListVolumes(grpc::ServerContext*,
                                            const csi::v1::ListVolumesRequest* request,
                                            csi::v1::ListVolumesResponse* response) {
-  return Finish("ListVolumes", "token=" + request->starting_token(),
-                DoListVolumes(*request, response));
+  return FinishRpc("ListVolumes", "token=" + request->starting_token(),
+                   DoListVolumes(*request, response));
 }
 
 Status ControllerServer::DoListVolumes(const csi::v1::ListVolumesRequest& request,
@@ -449,7 +441,7 @@ Status ControllerServer::DoListVolumes(const csi::v1::ListVolumesRequest& reques
 grpc::Status ControllerServer::GetCapacity(grpc::ServerContext*,
                                            const csi::v1::GetCapacityRequest* request,
                                            csi::v1::GetCapacityResponse* response) {
-  return Finish("GetCapacity", "", DoGetCapacity(*request, response));
+  return FinishRpc("GetCapacity", "", DoGetCapacity(*request, response));
 }
 
 Status ControllerServer::DoGetCapacity(const csi::v1::GetCapacityRequest& request,
@@ -524,9 +516,9 @@ void FillSnapshot(const SnapshotRecord& record, csi::v1::Snapshot* snapshot) {
 grpc::Status ControllerServer::CreateSnapshot(grpc::ServerContext*,
                                               const csi::v1::CreateSnapshotRequest* request,
                                               csi::v1::CreateSnapshotResponse* response) {
-  return Finish("CreateSnapshot",
-                "name=" + request->name() + " source=" + request->source_volume_id(),
-                DoCreateSnapshot(*request, response->mutable_snapshot()));
+  return FinishRpc("CreateSnapshot",
+                   "name=" + request->name() + " source=" + request->source_volume_id(),
+                   DoCreateSnapshot(*request, response->mutable_snapshot()));
 }
 
 Status ControllerServer::DoCreateSnapshot(const csi::v1::CreateSnapshotRequest& request,
@@ -576,7 +568,7 @@ Status ControllerServer::DoCreateSnapshot(const csi::v1::CreateSnapshotRequest& 
 grpc::Status ControllerServer::DeleteSnapshot(grpc::ServerContext*,
                                               const csi::v1::DeleteSnapshotRequest* request,
                                               csi::v1::DeleteSnapshotResponse*) {
-  return Finish("DeleteSnapshot", request->snapshot_id(), DoDeleteSnapshot(*request));
+  return FinishRpc("DeleteSnapshot", request->snapshot_id(), DoDeleteSnapshot(*request));
 }
 
 Status ControllerServer::DoDeleteSnapshot(const csi::v1::DeleteSnapshotRequest& request) {
@@ -592,8 +584,8 @@ Status ControllerServer::DoDeleteSnapshot(const csi::v1::DeleteSnapshotRequest& 
 grpc::Status ControllerServer::ListSnapshots(grpc::ServerContext*,
                                              const csi::v1::ListSnapshotsRequest* request,
                                              csi::v1::ListSnapshotsResponse* response) {
-  return Finish("ListSnapshots", "token=" + request->starting_token(),
-                DoListSnapshots(*request, response));
+  return FinishRpc("ListSnapshots", "token=" + request->starting_token(),
+                   DoListSnapshots(*request, response));
 }
 
 Status ControllerServer::DoListSnapshots(const csi::v1::ListSnapshotsRequest& request,
@@ -634,10 +626,10 @@ grpc::Status ControllerServer::ControllerExpandVolume(
     grpc::ServerContext*, const csi::v1::ControllerExpandVolumeRequest* request,
     csi::v1::ControllerExpandVolumeResponse* response) {
   if (!options_.expand) {
-    return Finish("ControllerExpandVolume", request->volume_id(),
-                  Unimplemented("volume expansion is disabled (--no-expand)"));
+    return FinishRpc("ControllerExpandVolume", request->volume_id(),
+                     Unimplemented("volume expansion is disabled (--no-expand)"));
   }
-  return Finish("ControllerExpandVolume", request->volume_id(), DoExpand(*request, response));
+  return FinishRpc("ControllerExpandVolume", request->volume_id(), DoExpand(*request, response));
 }
 
 Status ControllerServer::DoExpand(const csi::v1::ControllerExpandVolumeRequest& request,
@@ -692,7 +684,7 @@ Status ControllerServer::DoExpand(const csi::v1::ControllerExpandVolumeRequest& 
 grpc::Status ControllerServer::ControllerGetVolume(
     grpc::ServerContext*, const csi::v1::ControllerGetVolumeRequest* request,
     csi::v1::ControllerGetVolumeResponse* response) {
-  return Finish("ControllerGetVolume", request->volume_id(), DoGetVolume(*request, response));
+  return FinishRpc("ControllerGetVolume", request->volume_id(), DoGetVolume(*request, response));
 }
 
 Status ControllerServer::DoGetVolume(const csi::v1::ControllerGetVolumeRequest& request,

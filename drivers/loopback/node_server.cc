@@ -26,18 +26,6 @@ namespace {
 using csi::v1::NodeServiceCapability;
 using csi::v1::VolumeCapability;
 
-// Logs one RPC's outcome. Only ids and paths: requests may carry secrets.
-grpc::Status Finish(const char* rpc, const std::string& subject, const Status& status) {
-  if (status.ok()) {
-    spdlog::info("{} {}: OK", rpc, subject);
-  } else {
-    spdlog::warn("{} {}: {}", rpc, subject, status.ToString());
-  }
-  return ToGrpcStatus(status);
-}
-
-std::string ErrnoText() { return strerror(errno); }
-
 bool PathExists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -255,11 +243,12 @@ grpc::Status NodeServer::NodeStageVolume(grpc::ServerContext*,
                                          const csi::v1::NodeStageVolumeRequest* request,
                                          csi::v1::NodeStageVolumeResponse*) {
   if (!options_.stage_unstage) {
-    return Finish("NodeStageVolume", request->volume_id(),
-                  Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
+    return FinishRpc("NodeStageVolume", request->volume_id(),
+                     Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
   }
-  return Finish("NodeStageVolume", request->volume_id() + " at " + request->staging_target_path(),
-                DoStage(*request));
+  return FinishRpc("NodeStageVolume",
+                   request->volume_id() + " at " + request->staging_target_path(),
+                   DoStage(*request));
 }
 
 Status NodeServer::DoStage(const csi::v1::NodeStageVolumeRequest& request) {
@@ -335,11 +324,12 @@ grpc::Status NodeServer::NodeUnstageVolume(grpc::ServerContext*,
                                            const csi::v1::NodeUnstageVolumeRequest* request,
                                            csi::v1::NodeUnstageVolumeResponse*) {
   if (!options_.stage_unstage) {
-    return Finish("NodeUnstageVolume", request->volume_id(),
-                  Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
+    return FinishRpc("NodeUnstageVolume", request->volume_id(),
+                     Unimplemented("STAGE_UNSTAGE_VOLUME is disabled (--no-stage-unstage)"));
   }
-  return Finish("NodeUnstageVolume", request->volume_id() + " at " + request->staging_target_path(),
-                DoUnstage(*request));
+  return FinishRpc("NodeUnstageVolume",
+                   request->volume_id() + " at " + request->staging_target_path(),
+                   DoUnstage(*request));
 }
 
 Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
@@ -381,8 +371,8 @@ Status NodeServer::DoUnstage(const csi::v1::NodeUnstageVolumeRequest& request) {
 grpc::Status NodeServer::NodePublishVolume(grpc::ServerContext*,
                                            const csi::v1::NodePublishVolumeRequest* request,
                                            csi::v1::NodePublishVolumeResponse*) {
-  return Finish("NodePublishVolume", request->volume_id() + " at " + request->target_path(),
-                DoPublish(*request));
+  return FinishRpc("NodePublishVolume", request->volume_id() + " at " + request->target_path(),
+                   DoPublish(*request));
 }
 
 Status NodeServer::DoPublish(const csi::v1::NodePublishVolumeRequest& request) {
@@ -514,8 +504,8 @@ Status NodeServer::PublishFromDevice(const csi::v1::NodePublishVolumeRequest& re
 grpc::Status NodeServer::NodeUnpublishVolume(grpc::ServerContext*,
                                              const csi::v1::NodeUnpublishVolumeRequest* request,
                                              csi::v1::NodeUnpublishVolumeResponse*) {
-  return Finish("NodeUnpublishVolume", request->volume_id() + " at " + request->target_path(),
-                DoUnpublish(*request));
+  return FinishRpc("NodeUnpublishVolume", request->volume_id() + " at " + request->target_path(),
+                   DoUnpublish(*request));
 }
 
 Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& request) {
@@ -566,8 +556,8 @@ Status NodeServer::DoUnpublish(const csi::v1::NodeUnpublishVolumeRequest& reques
 grpc::Status NodeServer::NodeGetVolumeStats(grpc::ServerContext*,
                                             const csi::v1::NodeGetVolumeStatsRequest* request,
                                             csi::v1::NodeGetVolumeStatsResponse* response) {
-  return Finish("NodeGetVolumeStats", request->volume_id() + " at " + request->volume_path(),
-                DoStats(*request, response));
+  return FinishRpc("NodeGetVolumeStats", request->volume_id() + " at " + request->volume_path(),
+                   DoStats(*request, response));
 }
 
 Status NodeServer::DoStats(const csi::v1::NodeGetVolumeStatsRequest& request,
@@ -644,11 +634,11 @@ grpc::Status NodeServer::NodeExpandVolume(grpc::ServerContext*,
                                           const csi::v1::NodeExpandVolumeRequest* request,
                                           csi::v1::NodeExpandVolumeResponse* response) {
   if (!options_.expand) {
-    return Finish("NodeExpandVolume", request->volume_id(),
-                  Unimplemented("volume expansion is disabled (--no-expand)"));
+    return FinishRpc("NodeExpandVolume", request->volume_id(),
+                     Unimplemented("volume expansion is disabled (--no-expand)"));
   }
-  return Finish("NodeExpandVolume", request->volume_id() + " at " + request->volume_path(),
-                DoExpand(*request, response));
+  return FinishRpc("NodeExpandVolume", request->volume_id() + " at " + request->volume_path(),
+                   DoExpand(*request, response));
 }
 
 Status NodeServer::DoExpand(const csi::v1::NodeExpandVolumeRequest& request,

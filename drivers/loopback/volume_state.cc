@@ -21,8 +21,6 @@ using nlohmann::json;
 
 constexpr int kFormatVersion = 1;
 
-std::string ErrnoText() { return strerror(errno); }
-
 Status MakeDir(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return Status::Ok();
   return Internal("cannot create " + path + ": " + ErrnoText());

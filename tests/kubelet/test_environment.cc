@@ -197,7 +197,7 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
   }
 
   caller_ = std::make_unique<KubeletCaller>(plugin_dir_, kubelet_root_, kTestDriver, kTestNode);
-  nlohmann::json flexcsi_json = {
+  flexcsi_json_ = {
       {"capabilities",
        {{"attach", options_.flex_attach},
         {"selinuxRelabel", true},
@@ -206,10 +206,9 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
         {"requiresFSResize", true}}},
       {"bridgeSocket", bridge_socket_},
       {"timeoutSeconds", {{"default", 60}, {"isattached", 30}, {"waitforattach", 120}}}};
-  std::string error;
-  if (!caller_->InstallDriver(FLEXEXEC_BINARY, flexcsi_json, &error)) {
-    return ::testing::AssertionFailure() << error;
-  }
+  auto installed = InstallFlexexec(options_.flexexec_binary.empty() ? FLEXEXEC_BINARY
+                                                                    : options_.flexexec_binary);
+  if (!installed) return installed;
 
   nlohmann::json config = {{"kubeletRoot", kubelet_root_},
                            {"socket", bridge_socket_},
@@ -255,8 +254,12 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
 
 ::testing::AssertionResult TestEnvironment::StartBridge() {
   ++bridge_starts_;
+  const std::string binary =
+      options_.bridge_binary.empty()
+          ? BinaryOrOverride(FLEXCSI_BRIDGE_BINARY, "FLEXCSI_TEST_BRIDGE_BINARY")
+          : options_.bridge_binary;
   std::ofstream(bridge_log_, std::ios::app)
-      << "=== test: bridge start #" << bridge_starts_ << " ===\n";
+      << "=== test: bridge start #" << bridge_starts_ << " (" << binary << ") ===\n";
   std::vector<std::string> argv;
   // FLEXCSI_BRIDGE_WRAPPER="gdb -batch -ex run -ex bt --args" runs the bridge under a debugger
   // (its output lands in the bridge log).
@@ -264,14 +267,21 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
     std::istringstream words(wrapper);
     for (std::string w; words >> w;) argv.push_back(w);
   }
-  argv.insert(argv.end(), {BinaryOrOverride(FLEXCSI_BRIDGE_BINARY, "FLEXCSI_TEST_BRIDGE_BINARY"),
-                           "--config", bridge_config_});
+  argv.insert(argv.end(), {binary, "--config", bridge_config_});
   auto r = bridge_.Start(argv, bridge_log_);
   if (!r) return r;
   return WaitForSocket(bridge_socket_, bridge_, bridge_log_, "flexcsi-bridge");
 }
 
 void TestEnvironment::KillBridge(int sig) { bridge_.Kill(sig); }
+
+::testing::AssertionResult TestEnvironment::InstallFlexexec(const std::string& binary) {
+  std::string error;
+  if (!caller_->InstallDriver(binary, flexcsi_json_, &error)) {
+    return ::testing::AssertionFailure() << error;
+  }
+  return ::testing::AssertionSuccess();
+}
 
 ::testing::AssertionResult TestEnvironment::RestartBridge(int sig) {
   KillBridge(sig);

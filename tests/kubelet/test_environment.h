@@ -37,6 +37,10 @@ struct EnvOptions {
   std::string controller_endpoint;
   bool metrics = false;                // serve the bridge's metrics on 127.0.0.1:<any port>
   int unavailable_retry_seconds = 10;  // the bridge's unavailableRetrySeconds
+  // Other builds of flexexec and flexcsi-bridge, e.g. a previous release's for the version skew
+  // tests; "" runs the ones built with the test (the bridge: or FLEXCSI_TEST_BRIDGE_BINARY's).
+  std::string flexexec_binary;
+  std::string bridge_binary;
 };
 
 // A child process with its output going to a log file.
@@ -73,6 +77,11 @@ class TestEnvironment {
   ::testing::AssertionResult StartDriver();
   void KillDriver(int sig = SIGKILL);
   ::testing::AssertionResult RestartDriver(int sig = SIGKILL);
+  // The two halves of a DaemonSet rollout, each on its own: the next StartBridge runs `binary`
+  // (on the same config, state database and socket); `binary` replaces the installed flexexec,
+  // copied beside it and renamed over it as `flexcsi install-driver` does.
+  void UseBridgeBinary(const std::string& binary) { options_.bridge_binary = binary; }
+  ::testing::AssertionResult InstallFlexexec(const std::string& binary);
 
   // CreateVolume straight to csi-loopback over gRPC; returns the volume id or "" with a
   // test failure recorded.
@@ -127,6 +136,7 @@ class TestEnvironment {
   std::string bridge_config_, bridge_log_, driver_log_, csi_state_dir_;
   ChildProcess bridge_, driver_;
   std::unique_ptr<KubeletCaller> caller_;
+  nlohmann::json flexcsi_json_;  // installed beside flexexec
   int bridge_starts_ = 0, driver_starts_ = 0;
 };
 

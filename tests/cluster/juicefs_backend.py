@@ -207,15 +207,23 @@ class JuiceFs:
             "redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", data,
             "--save", "", "--appendonly", "yes", "--daemonize", "no"],
             os.path.join(self.cluster.logs, "redis-server.log"))
-        self.redis.start()
-        wait_for("redis-server to answer", lambda: self._redis_answers(port), 30, 0.1)
         self.meta_url = "redis://127.0.0.1:%d/1" % port
+        self.start_redis()
 
-    def _redis_answers(self, port):
+    def stop_redis(self):
+        """The metadata engine lost: killed, as a crashed or unreachable server would be."""
+        self.redis.stop(signal.SIGKILL)
+
+    def start_redis(self):
+        """redis-server (again) on the same port and data (append-only: nothing is lost)."""
+        self.redis.start()
+        wait_for("redis-server to answer", self._redis_answers, 30, 0.1)
+
+    def _redis_answers(self):
         if not self.redis.alive():
             raise AssertionError("redis-server exited:\n" + self.redis.tail())
-        done = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
-                              text=True)
+        port = self.meta_url.rsplit(":", 1)[1].split("/")[0]
+        done = subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True, text=True)
         return done.stdout.strip() == "PONG"
 
     def _is_our_overlay(self, target):

@@ -18,11 +18,15 @@ there is no StorageClass to move.
    (the driver registered with kubelet by csi-node-driver-registrar) that kubelet's own CSI
    plugin mounts, checksum unchanged; `migrate rollback --scale-down` takes it back to the
    FlexVolume PV, checksum unchanged
+4. the metadata engine (redis-server) lost while a pod's volume is being mounted: kubelet
+   reports the failed mount (its message without the Secret's meta URL) and retries; redis back,
+   the pod runs and writes, one mount.juicefs serves it, and nothing is left once it is gone
 """
 import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -263,6 +267,30 @@ class JuiceFsSuite(unittest.TestCase):
         clustertest.delete_and_wait("deployment", "moved", NS)
         wait_for("the Deployment's pods to go", lambda: not clustertest.CLUSTER.kubectl_json(
             "get", "pods", "-n", NS, "-l", "app=moved")["items"], 120)
+        wait_nothing_left()
+
+    def test_4_mount_waits_for_lost_metadata_engine_and_leaks_nothing(self):
+        bound_pv_and_claim("jfs-redis", "redis-lost")
+        remove_later(self, "pod", "patient")
+        JFS.stop_redis()
+        try:
+            apply(pod_on("patient", "redis-lost", "echo mounted > /data/patient; sleep 3600"))
+            events = wait_for("kubelet's failed mount in the pod's events", lambda: (
+                lambda e: e if "FailedMount" in e else None)(clustertest.pod_events(NS, "patient")),
+                180)
+            print("\npod events with redis-server down:\n%s" % events, flush=True)
+            # the meta URL is the Secret's `metaurl`: a credential where redis has a password
+            self.assertNotIn(JFS.meta_url, events)
+        finally:
+            JFS.start_redis()
+        began = time.monotonic()
+        clustertest.wait_pod_running(NS, "patient", timeout=240)
+        clustertest.timed("redis back to a running pod", time.monotonic() - began)
+        self.assertEqual(exec_in(NS, "patient", "cat", "/data/patient"), "mounted\n")
+        # the failed attempts left no mount.juicefs and no record behind
+        self.assertEqual(len(JFS.mount_options()), 1, JFS.mount_options())
+        self.assertEqual(len(BRIDGE.records()["publications"]), 1, BRIDGE.records())
+        clustertest.delete_and_wait("pod", "patient", NS)
         wait_nothing_left()
 
     @staticmethod

@@ -63,6 +63,10 @@ ALTER TABLE stagings ADD COLUMN marker INTEGER NOT NULL DEFAULT 0;
 UPDATE stagings SET shape='no-stage' WHERE json_extract(request, '$.staged') = 0;
 )sql";
 
+// The words a schema version stores are part of it: storing a new one (a shape, a phase) needs a
+// new schema version, because an older bridge reads a word it does not know as a default (a
+// driver mount here, an unfinished phase above; 0.1.0 does the same) instead of refusing the
+// file, as it refuses a newer schema version (tests/upgrade/old_state_test.cc).
 StagingShape StagingShapeFromWord(const std::string& word) {
   if (word == "record-only") return StagingShape::kRecordOnly;
   if (word == "no-stage") return StagingShape::kNoStage;

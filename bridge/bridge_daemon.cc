@@ -47,7 +47,9 @@ bool AnyRuleReadsSecrets(const BridgeConfig& config) {
 
 }  // namespace
 
-BridgeDaemon::BridgeDaemon(BridgeConfig config) : config_(std::move(config)) {}
+BridgeDaemon::BridgeDaemon(BridgeConfig config) : config_(std::move(config)) {
+  metrics_.ExposeBuildInfo("bridge");
+}
 
 BridgeDaemon::~BridgeDaemon() { Stop(); }
 

@@ -9,6 +9,7 @@
 #include "bridge/flex_calls.h"
 #include "bridge/node_registrar.h"
 #include "common/flex_call_limits.h"
+#include "common/version.h"
 
 namespace flexcsi {
 namespace {
@@ -128,6 +129,8 @@ nlohmann::json CallDispatcher::Health() {
     drivers.push_back(entry);
   }
   nlohmann::json reply = FlexSuccess();
+  // Added in 0.2.0; a caller that finds no "build" talks to an older bridge (doctor says so).
+  reply["build"] = {{"version", FlexcsiVersion()}, {"commit", FlexcsiGitCommit()}};
   if (ctx_.kubelet_root != nullptr && !ctx_.config.kubelet_root.empty()) {
     const Status root = ctx_.kubelet_root->Check();
     reply["kubeletRoot"] = {

@@ -1,6 +1,7 @@
 // flexcsi-bridge: serves FlexVolume calls from flexexec through a CSI driver.
 //   flexcsi-bridge [--config FILE] [--log-level LEVEL]          serve until SIGTERM
 //   flexcsi-bridge state [--config FILE]                        print the records as JSON
+//   flexcsi-bridge --version                                    one line: version and commit
 #include <csignal>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bridge/bridge_daemon.h"
+#include "common/version.h"
 
 namespace {
 
@@ -47,6 +49,8 @@ int Serve(flexcsi::BridgeConfig config) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // The first line of every run, so that a log read after an upgrade says which bridge wrote it.
+  spdlog::info("{} starting", flexcsi::VersionLine("flexcsi-bridge"));
   flexcsi::BridgeDaemon daemon(std::move(config));
   flexcsi::Status started = daemon.Start();
   if (!started.ok()) {
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--config", config_path, "bridge configuration (YAML or JSON)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  app.set_version_flag("--version", flexcsi::VersionLine("flexcsi-bridge"));
   auto* state = app.add_subcommand("state", "print the attachments, stagings and publications");
   state->add_option("--config", config_path, "bridge configuration (YAML or JSON)");
   CLI11_PARSE(app, argc, argv);

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/version.h"
+
 namespace flexcsi {
 
 namespace {
@@ -107,10 +109,23 @@ void Metrics::SetFailingRepairs(const std::string& kind, int64_t count) {
   failing_repairs_[kind] = count;
 }
 
+void Metrics::ExposeBuildInfo(const std::string& component) {
+  std::lock_guard<std::mutex> lock(mu_);
+  build_info_component_ = component;
+}
+
 std::string Metrics::RenderPrometheusText() const {
   std::ostringstream out;
   out.imbue(std::locale::classic());
   std::lock_guard<std::mutex> lock(mu_);
+
+  if (!build_info_component_.empty()) {
+    const std::string family = "flexcsi_" + build_info_component_ + "_build_info";
+    WriteHeader(out, family.c_str(), "gauge",
+                "Always 1; the labels name the release and git commit of this build.");
+    out << family << "{version=\"" << EscapePrometheusLabelValue(FlexcsiVersion())
+        << "\",commit=\"" << EscapePrometheusLabelValue(FlexcsiGitCommit()) << "\"} 1\n";
+  }
 
   WriteHeader(out, "flexcsi_flexvolume_calls_total", "counter",
               "FlexVolume calls answered by the bridge, by call and reply status.");

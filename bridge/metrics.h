@@ -3,6 +3,8 @@
 // MetricsHttpServer (metrics_http_server.h) exposes it on GET /metrics.
 //
 // Families (all names start with flexcsi_):
+//   flexcsi_<component>_build_info{version,commit}           gauge, always 1 (once
+//                                                            ExposeBuildInfo names the component)
 //   flexcsi_flexvolume_calls_total{operation,status}         counter
 //   flexcsi_csi_rpc_duration_seconds{method,code}            histogram, 1 ms .. 120 s
 //   flexcsi_records{kind}                                    gauge (rows in the state database)
@@ -46,6 +48,11 @@ class Metrics {
   // and waits for its next attempt (repair_backoff.h).
   void SetFailingRepairs(const std::string& kind, int64_t count);
 
+  // Adds flexcsi_<component>_build_info{version="0.2.0",commit="aa82685"} 1 (common/version.h;
+  // commit "" without one), as Kubernetes components expose *_build_info, so that a dashboard
+  // can tell which nodes run which release. component: "bridge" or "controller".
+  void ExposeBuildInfo(const std::string& component);
+
   // The whole exposition, families in a fixed order, series sorted by labels.
   std::string RenderPrometheusText() const;
 
@@ -58,6 +65,7 @@ class Metrics {
 
   mutable std::mutex mu_;
   // All below guarded by mu_.
+  std::string build_info_component_;                                    // "" = no build_info
   std::map<std::pair<std::string, std::string>, uint64_t> flex_calls_;  // (operation, status)
   std::map<std::pair<std::string, std::string>, Histogram> csi_rpcs_;   // (method, code name)
   std::map<std::string, int64_t> records_;                              // kind -> rows

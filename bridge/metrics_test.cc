@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "common/version.h"
+
 namespace flexcsi {
 namespace {
 
@@ -40,6 +42,18 @@ TEST(MetricsTest, FreshInstanceShowsZeroRecordsOfEveryKind) {
   EXPECT_NE(text.find("flexcsi_records{kind=\"stagings\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("flexcsi_records{kind=\"publications\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE flexcsi_csi_rpc_duration_seconds histogram\n"), std::string::npos);
+}
+
+TEST(MetricsTest, BuildInfoNamesTheComponentsReleaseAndCommit) {
+  Metrics m;
+  EXPECT_EQ(m.RenderPrometheusText().find("build_info"), std::string::npos);
+  m.ExposeBuildInfo("bridge");
+  const std::string text = m.RenderPrometheusText();
+  EXPECT_NE(text.find("# TYPE flexcsi_bridge_build_info gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string("flexcsi_bridge_build_info{version=\"") + FlexcsiVersion() +
+                      "\",commit=\"" + FlexcsiGitCommit() + "\"} 1\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(MetricsTest, FlexCallsCountPerOperationAndStatus) {
@@ -147,6 +161,7 @@ TEST(MetricsTest, PromtoolAcceptsEmptyAndFullExpositions) {
   std::string output;
   EXPECT_EQ(PromtoolCheckMetrics(m.RenderPrometheusText(), &output), 0) << output;
 
+  m.ExposeBuildInfo("bridge");
   for (const char* op : {"init", "attach", "mountdevice", "mount", "unmount"}) {
     m.RecordFlexCall(op, "Success");
   }

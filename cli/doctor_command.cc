@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "common/command_runner.h"
 #include "common/subcommand_args.h"
 #include "common/text_table.h"
+#include "common/version.h"
 
 namespace flexcsi {
 
@@ -117,6 +119,19 @@ class ReadOnlyDatabase {
   std::string error_;
 };
 
+// What puts this flexcsi's flexexec and flexcsi.json into the plugin dir for `driver`.
+std::string ReinstallCommand(const std::string& plugin_dir, const DriverConfig& driver,
+                             const std::string& config_path) {
+  return "flexcsi install-driver --driver " + driver.flex_driver + " --plugin-dir " + plugin_dir +
+         " --config " + config_path;
+}
+
+// The path kubelet runs for `driver`: <plugindir>/<vendor~name>/<name>.
+std::string InstalledExecutable(const std::string& plugin_dir, const DriverConfig& driver) {
+  return plugin_dir + "/" + DriverDirectoryName(driver.flex_driver) + "/" +
+         DriverExecutableName(driver.flex_driver);
+}
+
 }  // namespace
 
 const char* CheckResultName(CheckResult r) {
@@ -155,13 +170,12 @@ DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConf
                                  const std::string& expected_socket,
                                  const std::string& config_path) {
   const std::string name = "driver " + driver.flex_driver + " installed";
-  const std::string reinstall = "flexcsi install-driver --driver " + driver.flex_driver +
-                                " --plugin-dir " + plugin_dir + " --config " + config_path;
+  const std::string reinstall = ReinstallCommand(plugin_dir, driver, config_path);
   if (Status s = ValidateInstallableDriverName(driver.flex_driver); !s.ok()) {
     return Fail(name, s.message(), "rename the driver in " + config_path + " to vendor/name");
   }
   const std::string dir = plugin_dir + "/" + DriverDirectoryName(driver.flex_driver);
-  const std::string exe = dir + "/" + DriverExecutableName(driver.flex_driver);
+  const std::string exe = InstalledExecutable(plugin_dir, driver);
   struct stat st {};
   if (lstat(exe.c_str(), &st) != 0) return Fail(name, exe + " is missing", reinstall);
   if (!S_ISREG(st.st_mode)) return Fail(name, exe + " is not a regular file", reinstall);
@@ -236,6 +250,74 @@ DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health)
                 "the bridge retries rollbacks itself; see its log if the number stays up");
   }
   return Pass(name, detail);
+}
+
+FoundVersion FlexexecVersion(const std::string& exe) {
+  auto run = RunCommandCapture({exe, "--version"}, std::chrono::seconds(10));
+  // Taken for older than any release, so that the skew row asks for a reinstall.
+  if (!run.ok()) return {"unknown", "unknown (" + run.status().message() + ")"};
+  if (run->exit_code == 0) {
+    if (auto info = ParseVersionLine("flexexec", run->stdout_text); info.has_value()) {
+      return {info->version, DescribeVersion(info->version, info->commit)};
+    }
+  }
+  // 0.1.0 answers --version as a FlexVolume call it does not know ({"status":"Not supported"}).
+  return {kLastReleaseWithoutVersion,
+          std::string(kLastReleaseWithoutVersion) + " or older (no --version)"};
+}
+
+FoundVersion BridgeVersion(const nlohmann::json& health) {
+  const auto build = health.find("build");
+  if (build == health.end() || !build->is_object() || !build->contains("version")) {
+    return {kLastReleaseWithoutVersion,
+            "unknown (older than " + std::string(kFirstReleaseWithVersion) + ")"};
+  }
+  const std::string version = build->value("version", std::string("?"));
+  return {version, DescribeVersion(version, build->value("commit", std::string()))};
+}
+
+std::vector<DoctorCheck> CheckVersions(const std::vector<InstalledFlexexec>& flexexecs,
+                                       const std::optional<FoundVersion>& bridge) {
+  std::vector<DoctorCheck> checks;
+  for (const auto& f : flexexecs) {
+    checks.push_back(Pass("flexexec version " + f.driver, f.found.shown + ": " + f.path));
+  }
+  if (!bridge.has_value()) return checks;  // the bridge socket check says why
+  checks.push_back(Pass("bridge version", bridge->shown));
+  if (flexexecs.empty()) return checks;
+
+  std::vector<std::string> differences, reinstalls;
+  bool bridge_older = false;
+  for (const auto& f : flexexecs) {
+    const int order = CompareVersions(f.found.version, bridge->version);
+    if (order == 0) continue;
+    differences.push_back("flexexec " + f.found.version + " (" + f.driver + ") and bridge " +
+                          bridge->version + " differ");
+    if (order < 0) reinstalls.push_back(f.reinstall);
+    bridge_older = bridge_older || order > 0;
+  }
+  const std::string name = "version skew";
+  if (differences.empty()) {
+    checks.push_back(Pass(name, "flexexec and bridge are both " + bridge->version));
+    return checks;
+  }
+  std::vector<std::string> fixes;
+  if (!reinstalls.empty()) {
+    fixes.push_back("finish the upgrade: " + Join(reinstalls, "; ") +
+                    " (in Kubernetes the flexcsi-node pod's install-driver does it when the pod "
+                    "starts)");
+  }
+  if (bridge_older) {
+    fixes.push_back("restart the bridge on the new release (systemctl restart flexcsi-bridge, or "
+                    "let the flexcsi-node DaemonSet roll)");
+  }
+  checks.push_back(Warn(name,
+                        Join(differences, "; ") +
+                            ": kubelet runs this flexexec against this bridge; neighbouring "
+                            "releases work together while an upgrade rolls out (docs/"
+                            "operations.md, Versions), not as a state to stay in",
+                        Join(fixes, "; ")));
+  return checks;
 }
 
 std::optional<DoctorCheck> CheckKubeletRootAsTheBridgeSeesIt(const nlohmann::json& health) {
@@ -538,11 +620,21 @@ std::vector<DoctorCheck> RunDoctorChecks(const DoctorOptions& options) {
   }
   const std::string plugin_dir =
       options.plugin_dir.empty() ? std::string(kDefaultFlexPluginDir) : options.plugin_dir;
+  std::vector<InstalledFlexexec> flexexecs;
   for (const auto& d : config.drivers) {
     checks.push_back(CheckDriverInstalled(plugin_dir, d, config.socket, options.config_path));
+    const std::string exe = InstalledExecutable(plugin_dir, d);
+    if (ValidateInstallableDriverName(d.flex_driver).ok() && access(exe.c_str(), X_OK) == 0) {
+      flexexecs.push_back({d.flex_driver, exe, FlexexecVersion(exe),
+                           ReinstallCommand(plugin_dir, d, options.config_path)});
+    }
   }
   nlohmann::json health;
-  checks.push_back(CheckBridgeSocket(config.socket, &health));
+  const DoctorCheck socket = CheckBridgeSocket(config.socket, &health);
+  checks.push_back(socket);
+  std::optional<FoundVersion> bridge_version;
+  if (socket.result != CheckResult::kFail) bridge_version = BridgeVersion(health);
+  for (auto& c : CheckVersions(flexexecs, bridge_version)) checks.push_back(std::move(c));
   if (auto root = CheckKubeletRootAsTheBridgeSeesIt(health); root.has_value()) {
     checks.push_back(std::move(*root));
   }

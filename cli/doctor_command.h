@@ -7,6 +7,11 @@
 //                              writable by others; flexcsi.json parses and agrees with the
 //                              bridge configuration; `<exe> init` answers Success
 //   bridge socket              `bridge.health` answers over the socket
+//   flexexec version <d>       what `<exe> --version` says (0.1.0's has none: "0.1.0 or older")
+//   bridge version             the running bridge's, from bridge.health ("unknown (older than
+//                              0.2.0)" when it does not say)
+//   version skew               WARN when a flexexec and the bridge are of different releases,
+//                              with what finishes the upgrade
 //   repair <record>            a record whose undo keeps failing, retried with backoff (WARN)
 //   CSI endpoint <d>           the wrapped driver is Probe-ready; its capabilities are listed,
 //                              and an attachable driver whose controller cannot publish is flagged
@@ -52,6 +57,29 @@ DoctorCheck CheckDriverInstalled(const std::string& plugin_dir, const DriverConf
                                  const std::string& config_path);
 // Asks the bridge for bridge.health; *health receives the reply ("" object on failure).
 DoctorCheck CheckBridgeSocket(const std::string& socket, nlohmann::json* health);
+// Releases as doctor finds them. 0.2.0 is the first release whose programs tell their version;
+// a program that tells none is taken for the release before it.
+inline constexpr const char* kFirstReleaseWithVersion = "0.2.0";
+inline constexpr const char* kLastReleaseWithoutVersion = "0.1.0";
+struct FoundVersion {
+  std::string version;  // "0.2.0", compared with CompareVersions (common/version.h)
+  std::string shown;    // "0.2.0 (git aa82685)", "0.1.0 or older (no --version)", ...
+};
+// Runs `<exe> --version`.
+FoundVersion FlexexecVersion(const std::string& exe);
+// The "build" of a bridge.health reply (added in 0.2.0).
+FoundVersion BridgeVersion(const nlohmann::json& health);
+struct InstalledFlexexec {
+  std::string driver;     // "vendor/name"
+  std::string path;       // <plugindir>/<vendor~name>/<name>
+  FoundVersion found;
+  std::string reinstall;  // the install-driver command that replaces it with this release's
+};
+// "flexexec version <d>" for each, then, when the bridge answered, "bridge version" and
+// "version skew" (PASS when every flexexec is of the bridge's release, else one WARN naming
+// each pair and what finishes the upgrade).
+std::vector<DoctorCheck> CheckVersions(const std::vector<InstalledFlexexec>& flexexecs,
+                                       const std::optional<FoundVersion>& bridge);
 // The bridge's own view of its kubeletRoot (health's kubeletRoot: kubelet's pods/ and plugins/
 // there or not); nothing when the bridge does not report it.
 std::optional<DoctorCheck> CheckKubeletRootAsTheBridgeSeesIt(const nlohmann::json& health);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/install_driver_command.h"
+#include "common/version.h"
 #include "tests/support/fake_bridge_test_util.h"
 
 namespace flexcsi {
@@ -44,7 +45,18 @@ nlohmann::json HealthyReply() {
              {"nodeCapabilities", {"STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"}},
              {"controllerCapabilities", {"CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"}}}}},
           {"records", {{"attachments", 1}, {"stagings", 1}, {"publications", 1}}},
-          {"pendingRollbacks", 0}};
+          {"pendingRollbacks", 0},
+          {"build", {{"version", FlexcsiVersion()}, {"commit", FlexcsiGitCommit()}}}};
+}
+
+// A stand-in flexexec: answers init, and --version with `version_answer` (a shell command).
+std::string FlexexecScript(const std::string& version_answer) {
+  return "#!/bin/sh\nif [ \"$1\" = --version ]; then " + version_answer +
+         "; fi\necho '{\"status\":\"Success\"}'\n";
+}
+// This build's flexexec, as far as doctor can tell.
+std::string SameReleaseFlexexec() {
+  return FlexexecScript("echo '" + VersionLine("flexexec") + "'; exit 0");
 }
 
 // A complete, healthy node in a temp dir: config, installed driver, bridge, database, mounts.
@@ -71,7 +83,7 @@ class DoctorTest : public ::testing::Test {
                                         "    rule: {csiDriver: loopback.csi.flexcsi.io, "
                                         "volumeHandle: {fromOption: volumeID}}\n");
     const std::string flexexec = root_ + "/flexexec";
-    WriteFile(flexexec, "#!/bin/sh\necho '{\"status\":\"Success\"}'\n");
+    WriteFile(flexexec, SameReleaseFlexexec());
     chmod(flexexec.c_str(), 0755);
     InstallDriverOptions install;
     install.driver = "flexcsi/loopback";
@@ -146,11 +158,12 @@ TEST_F(DoctorTest, HealthyNodePassesEveryCheckAndExitsZero) {
   EXPECT_EQ(out.str().find("FAIL"), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("WARN"), std::string::npos) << out.str();
   for (const char* row : {"bridge configuration", "driver flexcsi/loopback installed",
-                          "bridge socket", "CSI endpoint flexcsi/loopback",
+                          "bridge socket", "flexexec version flexcsi/loopback", "bridge version",
+                          "version skew", "CSI endpoint flexcsi/loopback",
                           "kubelet root propagation", "state database", "records vs mount table"}) {
     EXPECT_NE(out.str().find(row), std::string::npos) << row << "\n" << out.str();
   }
-  EXPECT_NE(out.str().find("7 checks: 7 pass, 0 warn, 0 fail"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("10 checks: 10 pass, 0 warn, 0 fail"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("PUBLISH_UNPUBLISH_VOLUME"), std::string::npos);
   EXPECT_EQ(bridge_->last_call(), "bridge.health");
 }
@@ -205,6 +218,94 @@ TEST_F(DoctorTest, BridgeDownFailsSocketAndEndpointChecks) {
   EXPECT_EQ(endpoint.result, CheckResult::kFail);
   EXPECT_NE(endpoint.detail.find("does not exist"), std::string::npos) << endpoint.detail;
   EXPECT_FALSE(AllPassed(checks));
+}
+
+TEST_F(DoctorTest, VersionsOfOneReleasePass) {
+  const auto checks = RunDoctorChecks(options_);
+  const std::string mine = DescribeVersion(FlexcsiVersion(), FlexcsiGitCommit());
+  const DoctorCheck flexexec = Find(checks, "flexexec version flexcsi/loopback");
+  EXPECT_EQ(flexexec.result, CheckResult::kPass);
+  EXPECT_EQ(flexexec.detail, mine + ": " + options_.plugin_dir + "/flexcsi~loopback/loopback");
+  EXPECT_EQ(Find(checks, "bridge version").detail, mine);
+  const DoctorCheck skew = Find(checks, "version skew");
+  EXPECT_EQ(skew.result, CheckResult::kPass);
+  EXPECT_EQ(skew.detail, std::string("flexexec and bridge are both ") + FlexcsiVersion());
+}
+
+#ifdef FLEXCSI_REAL_FLEXEXEC
+TEST_F(DoctorTest, ReadsTheRealFlexexecsVersion) {
+  const std::string exe = options_.plugin_dir + "/flexcsi~loopback/loopback";
+  std::ifstream in(FLEXCSI_REAL_FLEXEXEC, std::ios::binary);
+  std::ofstream(exe, std::ios::binary | std::ios::trunc) << in.rdbuf();
+  const auto checks = RunDoctorChecks(options_);
+  EXPECT_EQ(Find(checks, "driver flexcsi/loopback installed").result, CheckResult::kPass);
+  EXPECT_EQ(Find(checks, "flexexec version flexcsi/loopback").detail,
+            DescribeVersion(FlexcsiVersion(), FlexcsiGitCommit()) + ": " + exe);
+  EXPECT_EQ(Find(checks, "version skew").result, CheckResult::kPass);
+}
+#endif
+
+TEST_F(DoctorTest, FlexexecWithoutVersionIsTakenForTheReleaseBeforeAndWarned) {
+  // 0.1.0's flexexec answers --version as an unknown call ({"status":"Not supported"}, exit 0);
+  // a stand-in that fails on it must read the same.
+  for (const char* answer : {"echo '{\"status\":\"Not supported\"}'; exit 0", "exit 1"}) {
+    WriteFile(options_.plugin_dir + "/flexcsi~loopback/loopback", FlexexecScript(answer));
+    const auto checks = RunDoctorChecks(options_);
+    const DoctorCheck flexexec = Find(checks, "flexexec version flexcsi/loopback");
+    EXPECT_EQ(flexexec.result, CheckResult::kPass) << answer;
+    EXPECT_EQ(flexexec.detail.rfind("0.1.0 or older (no --version): ", 0), 0u) << flexexec.detail;
+    const DoctorCheck skew = Find(checks, "version skew");
+    EXPECT_EQ(skew.result, CheckResult::kWarn) << answer;
+    EXPECT_EQ(skew.detail.rfind(std::string("flexexec 0.1.0 (flexcsi/loopback) and bridge ") +
+                                    FlexcsiVersion() + " differ: ",
+                                0),
+              0u)
+        << skew.detail;
+    EXPECT_NE(skew.detail.find("neighbouring releases work together"), std::string::npos)
+        << skew.detail;
+    EXPECT_NE(skew.fix.find("finish the upgrade: flexcsi install-driver --driver flexcsi/loopback"),
+              std::string::npos)
+        << skew.fix;
+    EXPECT_EQ(skew.fix.find("restart the bridge"), std::string::npos) << skew.fix;
+    EXPECT_TRUE(AllPassed(checks));  // a warning: doctor still exits 0
+  }
+}
+
+TEST_F(DoctorTest, BridgeWithoutVersionIsOlderAndWarned) {
+  bridge_.reset();
+  nlohmann::json reply = HealthyReply();
+  reply.erase("build");  // what 0.1.0's bridge answers
+  bridge_ = std::make_unique<FakeBridge>(socket_, reply);
+  const auto checks = RunDoctorChecks(options_);
+  const DoctorCheck bridge = Find(checks, "bridge version");
+  EXPECT_EQ(bridge.result, CheckResult::kPass);
+  EXPECT_EQ(bridge.detail, "unknown (older than 0.2.0)");
+  const DoctorCheck skew = Find(checks, "version skew");
+  EXPECT_EQ(skew.result, CheckResult::kWarn);
+  EXPECT_EQ(skew.detail.rfind(std::string("flexexec ") + FlexcsiVersion() +
+                                  " (flexcsi/loopback) and bridge 0.1.0 differ: ",
+                              0),
+            0u)
+      << skew.detail;
+  EXPECT_NE(skew.fix.find("restart the bridge"), std::string::npos) << skew.fix;
+  EXPECT_EQ(skew.fix.find("install-driver"), std::string::npos) << skew.fix;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunDoctorCommand({"--config", options_.config_path, "--plugin-dir",
+                              options_.plugin_dir, "--mountinfo", options_.mountinfo_path},
+                             out, err),
+            0);
+  EXPECT_NE(out.str().find("version skew"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("1 warn, 0 fail"), std::string::npos) << out.str();
+}
+
+TEST_F(DoctorTest, UnreachableBridgeStillShowsTheFlexexecVersion) {
+  bridge_.reset();
+  const auto checks = RunDoctorChecks(options_);
+  EXPECT_EQ(Find(checks, "flexexec version flexcsi/loopback").result, CheckResult::kPass);
+  for (const auto& c : checks) {
+    EXPECT_NE(c.name, "bridge version");
+    EXPECT_NE(c.name, "version skew");
+  }
 }
 
 TEST_F(DoctorTest, NotReadyCsiDriverFailsWithItsMessage) {
@@ -378,7 +479,7 @@ TEST_F(DoctorTest, JsonOutputListsEveryCheck) {
                     "--mountinfo", options_.mountinfo_path, "-o", "json"},
                    out, err);
   const auto j = nlohmann::json::parse(out.str());
-  ASSERT_EQ(j.size(), 7u);
+  ASSERT_EQ(j.size(), 10u);
   EXPECT_EQ(j[0]["result"], "PASS");
 }
 

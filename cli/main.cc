@@ -9,6 +9,7 @@
 #include "cli/snapshot_command.h"
 #include "cli/state_command.h"
 #include "cli/volume_command.h"
+#include "common/version.h"
 #ifdef FLEXCSI_HAVE_TRANSLATOR
 #include "translator/translate_command.h"
 #endif
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
 #endif
   }
   if (command == "version" || command == "--version") {
-    std::cout << "flexcsi " << FLEXCSI_VERSION << "\n";
+    std::cout << flexcsi::VersionLine("flexcsi") << "\n";
     return 0;
   }
   if (command == "help" || command == "--help" || command == "-h") {

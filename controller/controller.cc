@@ -31,6 +31,7 @@ Controller::Controller(ControllerOptions options, BridgeConfig bridge, kube::Kub
   ctx_.client = client;
   ctx_.bridge = std::move(bridge);
   ctx_.metrics = &metrics_;
+  metrics_.ExposeBuildInfo("controller");
   ctx_.timeout = options_.timeout;
   ctx_.node_deployment = options_.node_deployment;
   ctx_.stopping = &stopping_operations_;

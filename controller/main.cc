@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "common/version.h"
 #include "controller/controller.h"
 #include "controller/leader_election.h"
 #include "controller/provisioner_lock.h"
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", timeout = "60s",
               resync = "30s", retry_start = "1s", retry_max = "5m";
   options.bridge_config_path = kDefaultBridgeConfigPath;
+  app.set_version_flag("--version", VersionLine("flexcsi-controller"));
   app.add_option("--kubeconfig", flags.kubeconfig,
                  "kubeconfig file; empty: $KUBECONFIG, ~/.kube/config, else in-cluster");
   app.add_flag("--in-cluster", flags.in_cluster, "use the pod's service account");
@@ -193,6 +195,9 @@ int main(int argc, char** argv) {
   options.election.lock = *lock_kind;
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  // The first line of every run, so that a log read after an upgrade says which controller
+  // wrote it.
+  spdlog::info("{} starting", VersionLine("flexcsi-controller"));
   auto bridge = BridgeConfig::LoadFile(options.bridge_config_path);
   if (!bridge.ok()) {
     std::cerr << "flexcsi-controller: " << bridge.status().message() << "\n";

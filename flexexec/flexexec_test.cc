@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "common/bridge_protocol.h"
+#include "common/version.h"
 
 extern char** environ;
 
@@ -123,6 +124,15 @@ TEST_F(FlexexecBinaryTest, InitThroughSymlinkReadsSymlinksDirectory) {
   std::ofstream(other + "/flexcsi.json") << R"({"capabilities":{"attach":false}})";
   nlohmann::json j = Reply(Exec(other + "/fast", {"init"}));
   EXPECT_EQ(false, j["capabilities"]["attach"]);
+}
+
+TEST_F(FlexexecBinaryTest, VersionIsOneLineReadWithoutConfigOrBridge) {
+  RunResult r = Exec(exe_, {"--version"});  // no flexcsi.json, no socket
+  EXPECT_EQ(0, r.exit_code);
+  EXPECT_EQ(VersionLine("flexexec") + "\n", r.out);
+  EXPECT_EQ("", r.err);
+  // Only alone: with anything after it, it is an unknown FlexVolume call like any other.
+  EXPECT_EQ("Not supported", Reply(Exec(exe_, {"--version", "x"}))["status"]);
 }
 
 TEST_F(FlexexecBinaryTest, MissingConfigIsFailureNamingTheFile) {

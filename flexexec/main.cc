@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/version.h"
 #include "flexexec/flexexec.h"
 
 namespace {
@@ -37,6 +38,12 @@ void WriteAll(int fd, const std::string& s) {
 int main(int argc, char** argv) {
   SilenceStderr();
   ::signal(SIGPIPE, SIG_IGN);
+  // For people and `flexcsi doctor`, never kubelet: no FlexVolume call starts with "--", so this
+  // one plain line cannot be taken for a reply. 0.1.0 answered {"status":"Not supported"}.
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    WriteAll(STDOUT_FILENO, flexcsi::VersionLine("flexexec") + "\n");
+    return 0;
+  }
   int code = 1;
   try {
     std::vector<std::string> args(argv, argv + argc);

@@ -3,7 +3,7 @@
 # the Debian 12 base is made here by mmdebstrap (once; kept as localhost/flexcsi-debian:12).
 #
 #   scripts/build-image.sh                       # compile inside the image build (about 20 min on 2 cores)
-#   scripts/build-image.sh --deb build/flexcsi_0.1.0_amd64.deb   # install a .deb built here (cpack)
+#   scripts/build-image.sh --deb build/flexcsi_0.2.0_amd64.deb   # install a .deb built here (cpack)
 #   scripts/build-image.sh --archive flexcsi.tar # also save it for `ctr -n k8s.io images import`
 #
 # Options: --tag NAME (default localhost/flexcsi:<version>), --base IMAGE (use this Debian 12
@@ -14,7 +14,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/as-root.sh" "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The release of CMakeLists.txt's project() (the one place for it); the commit, for a build from
+# the repository, whose context leaves .git out.
 version=$(sed -n 's/^project(flexcsi VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+commit=$(git -C "$repo" rev-parse --short=7 HEAD 2>/dev/null || true)
 tag=localhost/flexcsi:$version
 deb="" base="" archive="" store=()
 
@@ -74,7 +77,8 @@ else
   # --ignorefile the build trees (GBs) would be sent as context.
   "${build[@]}" -f "$repo/deploy/docker/Dockerfile" \
     --ignorefile "$repo/deploy/docker/Dockerfile.dockerignore" \
-    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$runtime" -t "$tag" "$repo"
+    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$runtime" \
+    --build-arg FLEXCSI_GIT_COMMIT="$commit" -t "$tag" "$repo"
 fi
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$tag")
 echo "build-image: $tag built in $((SECONDS - started)) s, $((size / 1000000)) MB"

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/version.h"
 #include "common/volume_locks.h"
 #include "drivers/loopback/controller_server.h"
 #include "drivers/loopback/driver_options.h"
@@ -59,7 +60,7 @@ Status PrepareSocketPath(const std::string& path) {
 
 int Run(int argc, char** argv) {
   DriverOptions options;
-  options.vendor_version = FLEXCSI_VERSION;
+  options.vendor_version = FlexcsiVersion();
   std::vector<std::string> endpoints;
   bool no_stage = false;
   bool no_attach = false;
@@ -68,6 +69,7 @@ int Run(int argc, char** argv) {
   std::string log_level = "info";
 
   CLI::App app{"csi-loopback: CSI driver backed by sparse files on loop devices"};
+  app.set_version_flag("--version", VersionLine("csi-loopback"));
   // Repeatable: one process, one state, several sockets (e.g. the CO's controller socket and
   // kubelet's plugin socket), because a volume is known only to the state that created it.
   app.add_option("--endpoint", endpoints, "unix:///path/to/csi.sock (repeatable)")->required();

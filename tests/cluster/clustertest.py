@@ -7,6 +7,7 @@ import base64
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,6 +33,18 @@ def image_archive():
     tests/deploy/build_test_image.sh), as a docker archive for a node's containerd."""
     return os.environ.get("FLEXCSI_IMAGE_ARCHIVE") or os.path.join(
         build_dir(), "image", "flexcsi-image.tar")
+
+
+def flexcsi_version():
+    """The release of the top-level CMakeLists.txt's project(flexcsi VERSION ...), read as
+    scripts/build-image.sh reads it to tag the image ("0.2.0"); the tests' install overlays
+    under deploy/ name the same tag (ctest's versions_agree checks that)."""
+    top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
+    with open(top) as f:
+        found = re.search(r"^project\(flexcsi VERSION ([0-9.]+)", f.read(), re.MULTILINE)
+    if not found:
+        raise RuntimeError("no project(flexcsi VERSION ...) in " + top)
+    return found.group(1)
 
 
 def timed(label, seconds):

@@ -41,7 +41,8 @@ APP = "rollout"
 DAEMONSET = "flexcsi-node"
 NODE_PODS = "app.kubernetes.io/component=node"
 IMAGE = "localhost/flexcsi"
-TAG, UPGRADE_TAG = "0.1.0", "0.1.0-upgrade"
+TAG = clustertest.flexcsi_version()  # what scripts/build-image.sh tags the image
+UPGRADE_TAG = TAG + "-upgrade"
 FLEX_DRIVER = "flexcsi/loopback"
 KUBELET_ROOT, PLUGIN_DIR = KUBEADM_PATHS["kubelet_root"], KUBEADM_PATHS["plugin_dir"]
 CSI_ENDPOINT = "unix://%s/plugins/loopback.csi.flexcsi.io/csi.sock" % KUBELET_ROOT

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/version.h"
 #include "tests/controller/e2e_test_util.h"
 
 namespace flexcsi::controller_test {
@@ -201,7 +202,7 @@ std::string HttpGet(int port, const std::string& path) {
   return out;
 }
 
-TEST_F(Provisioning, HealthzAndCsiMetricsAreServed) {
+TEST_F(Provisioning, HealthzCsiMetricsAndReleaseAreServed) {
   W().CreateNamespace("metrics");
   W().CreateStorageClass("metrics");
   ASSERT_TRUE(W().StartController());
@@ -223,6 +224,12 @@ TEST_F(Provisioning, HealthzAndCsiMetricsAreServed) {
   EXPECT_NE(metrics.find("flexcsi_csi_rpc_duration_seconds_count{method=\"CreateVolume\",code=\"OK\"}"),
             std::string::npos)
       << metrics.substr(0, 2000);
+  // Which release runs: in the metrics and in the log's first words.
+  EXPECT_NE(metrics.find(std::string("flexcsi_controller_build_info{version=\"") +
+                         FlexcsiVersion() + "\",commit=\"" + FlexcsiGitCommit() + "\"} 1\n"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+  EXPECT_NE(log.find(VersionLine("flexcsi-controller") + " starting"), std::string::npos) << log;
 }
 
 }  // namespace

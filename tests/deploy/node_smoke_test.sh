@@ -65,8 +65,9 @@ fi
 doctor_rc=0
 "$flexcsi" doctor --config "$tmp/bridge.yaml" --plugin-dir "$tmp/plugins" >"$tmp/doctor.txt" 2>&1 || doctor_rc=$?
 cat "$tmp/doctor.txt"
-# (9: "kubelet root", the bridge's own check that kubelet's pods/ and plugins/ are there)
-if [[ $doctor_rc == 0 ]] && grep -q "^9 checks: 9 pass, 0 warn, 0 fail" "$tmp/doctor.txt" &&
+# (9: "kubelet root", the bridge's own check that kubelet's pods/ and plugins/ are there;
+# 12: the installed flexexec's and the running bridge's versions, and their skew)
+if [[ $doctor_rc == 0 ]] && grep -q "^12 checks: 12 pass, 0 warn, 0 fail" "$tmp/doctor.txt" &&
    grep -q "^kubelet root  *PASS" "$tmp/doctor.txt"; then
   pass "doctor: all checks pass against the real bridge and csi-loopback"
 else
@@ -74,6 +75,17 @@ else
 fi
 grep -q "PUBLISH_UNPUBLISH_VOLUME" "$tmp/doctor.txt" && pass "doctor lists csi-loopback's capabilities" ||
   fail "doctor did not list capabilities"
+
+# One release on this node: the bridge says it in its first log line, over bridge.health (what
+# doctor shows) and in its metrics (below); the installed flexexec answers --version.
+release=$("$flexcsi" --version | sed -E 's/^flexcsi (.*)$/\1/')  # "0.2.0 (git aa82685)"
+grep -qF "flexcsi-bridge $release starting" "$tmp/bridge.log" &&
+  pass "the bridge's log names its release: $release" || fail "no start line naming $release"
+grep -qE "^bridge version +PASS +$(sed 's/[().]/\\&/g' <<<"$release")\$" "$tmp/doctor.txt" &&
+  grep -qE "^flexexec version flexcsi/loopback +PASS +$(sed 's/[().]/\\&/g' <<<"$release"):" \
+    "$tmp/doctor.txt" && grep -qE "^version skew +PASS" "$tmp/doctor.txt" &&
+  pass "doctor reports the bridge's and flexexec's release, no skew" ||
+  fail "doctor's version rows do not name $release"
 
 # doctor must notice when the CSI driver goes away.
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
@@ -107,6 +119,10 @@ else
 fi
 grep -q '^flexcsi_records{kind="attachments"}' "$tmp/metrics.txt" && pass "flexcsi_records exported" ||
   fail "flexcsi_records missing"
+version=${release%% *} commit=$(sed -nE 's/.*\(git (.*)\)$/\1/p' <<<"$release")
+grep -qxF "flexcsi_bridge_build_info{version=\"$version\",commit=\"$commit\"} 1" "$tmp/metrics.txt" &&
+  pass "flexcsi_bridge_build_info names $version, commit '$commit'" ||
+  { grep build_info "$tmp/metrics.txt"; fail "no flexcsi_bridge_build_info for $version"; }
 if promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1; then
   pass "promtool check metrics accepts the bridge's scrape"
 else

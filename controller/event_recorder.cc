@@ -52,18 +52,16 @@ void EventRecorder::Record(const nlohmann::json& object, const std::string& type
   spdlog::info("event {} {} on {}/{}: {}", type, reason, ns, meta.value("name", ""), message);
 
   std::unique_lock<std::mutex> lock(mu_);
-  auto it = seen_.find(key);
-  if (it != seen_.end()) {
-    Seen& seen = it->second;
-    const int count = ++seen.count;
-    const std::string name = seen.name;
+  if (Seen* seen = seen_.Find(key)) {
+    const int count = ++seen->count;
+    const std::string name = seen->name;
     lock.unlock();
     auto patched = client_->Patch(kube::ResourcePath::Core("events", ns).Named(name),
                                   kube::PatchType::kMerge,
                                   {{"count", count}, {"lastTimestamp", now}});
     if (patched.ok()) return;
     lock.lock();
-    seen_.erase(key);  // the event expired or was deleted: write a new one
+    seen_.Erase(key);  // the event expired or was deleted: write a new one
     lock.unlock();
   } else {
     lock.unlock();
@@ -102,7 +100,7 @@ void EventRecorder::Record(const nlohmann::json& object, const std::string& type
     return;
   }
   lock.lock();
-  seen_[key] = Seen{name, ns, 1, now};
+  seen_.Put(key, Seen{name, ns, 1, now});
 }
 
 bool EventRecorder::RecordOnce(const nlohmann::json& object, const std::string& type,
@@ -110,7 +108,7 @@ bool EventRecorder::RecordOnce(const nlohmann::json& object, const std::string& 
   const std::string key = UidOf(object) + "/" + type + "/" + reason + "/" + message;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!once_.insert(key).second) return false;
+    if (!once_.Put(key, true)) return false;
   }
   Record(object, type, reason, message);
   return true;

@@ -5,13 +5,12 @@
 // Recording never fails the caller: an event that cannot be written is logged and dropped.
 #pragma once
 
-#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "controller/lru_cache.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi::controller {
@@ -44,8 +43,14 @@ class EventRecorder {
   std::string component_;
   std::string host_;
   std::mutex mu_;
-  std::map<std::string, Seen> seen_;  // guarded by mu_; key: uid/type/reason/message
-  std::set<std::string> once_;        // guarded by mu_; RecordOnce keys already recorded
+  // Both guarded by mu_, keyed by uid/type/reason/message, and bounded as client-go bounds its
+  // correlator's cache (4096), since claims come and go for weeks. Repeats that matter are
+  // retries minutes apart, so 1024 (two events per provisioned claim, ~1.3 KiB together) is
+  // ample; a repeat after 1024 other events writes a new Event instead of bumping the old one's
+  // count (a RecordOnce refusal is recorded once more).
+  static constexpr size_t kRememberedEvents = 1024;
+  LruCache<Seen> seen_{kRememberedEvents};
+  LruCache<bool> once_{kRememberedEvents};  // RecordOnce keys already recorded
 };
 
 // "2026-11-23T15:04:05Z" (metav1.Time) and "2026-11-23T15:04:05.123456Z" (metav1.MicroTime).

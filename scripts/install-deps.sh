@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev
   prometheus python3-kubernetes python3-yaml
   hyperfine
+  python3-matplotlib  # bench/soak_bench.py: the plot of the soak's samples
   stress-ng  # scripts/test-under-load.sh: the suite with two cores kept busy
   # the real-cluster test suites (tests/cluster): Kubernetes' own binaries come from
   # FLEXCSI_KUBE_ASSETS, the rest from Debian

@@ -74,7 +74,7 @@ ControllerWorld::~ControllerWorld() {
   std::vector<std::string> argv = {FLEXCSI_CONTROLLER_BINARY,
                                    "--kubeconfig", api_server_.kubeconfig_path(),
                                    "--bridge-config", env_->bridge_config_path(),
-                                   "--journal", root_ + "/journal.db",
+                                   "--journal", JournalPath(),
                                    "--resync-period", "1",
                                    "--timeout", "30",
                                    "--worker-threads", "4",
@@ -83,7 +83,7 @@ ControllerWorld::~ControllerWorld() {
   argv.insert(argv.end(), flags.extra.begin(), flags.extra.end());
   for (const auto& [k, v] : flags.env) ::setenv(k.c_str(), v.c_str(), 1);
   auto child = std::make_unique<kubelet::ChildProcess>();
-  auto r = child->Start(argv, root_ + "/logs/controller-" + std::to_string(index) + ".log");
+  auto r = child->Start(argv, ControllerLogPath(index));
   for (const auto& [k, v] : flags.env) ::unsetenv(k.c_str());
   if (!r) return r;
   controllers_[index] = std::move(child);
@@ -116,8 +116,17 @@ bool ControllerWorld::WaitControllerExit(int index, std::chrono::milliseconds ti
   return false;
 }
 
+pid_t ControllerWorld::ControllerPid(int index) const {
+  auto it = controllers_.find(index);
+  return it == controllers_.end() ? -1 : it->second->pid();
+}
+
+std::string ControllerWorld::ControllerLogPath(int index) const {
+  return root_ + "/logs/controller-" + std::to_string(index) + ".log";
+}
+
 std::string ControllerWorld::ControllerLog(int index) const {
-  std::ifstream in(root_ + "/logs/controller-" + std::to_string(index) + ".log");
+  std::ifstream in(ControllerLogPath(index));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

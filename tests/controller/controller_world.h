@@ -46,6 +46,11 @@ class ControllerWorld {
   // Waits for a controller to exit on its own (a crash point); true when it did.
   bool WaitControllerExit(int index, std::chrono::milliseconds timeout);
   std::string ControllerLog(int index) const;
+  // What a soak samples: a controller's process (-1 when not running), its log and the journal
+  // the controllers share.
+  pid_t ControllerPid(int index) const;
+  std::string ControllerLogPath(int index) const;
+  std::string JournalPath() const { return root_ + "/journal.db"; }
 
   kube::KubeClient& api() { return *client_; }
   kubelet::TestEnvironment& env() { return *env_; }

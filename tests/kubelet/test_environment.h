@@ -124,6 +124,11 @@ class TestEnvironment {
   const std::string& state_db() const { return state_db_; }
   const std::string& bridge_config_path() const { return bridge_config_; }
   const std::string& csi_state_dir() const { return csi_state_dir_; }
+  // What a soak samples: the two daemons (-1 when not running) and their logs.
+  pid_t bridge_pid() const { return bridge_.pid(); }
+  pid_t driver_pid() const { return driver_.pid(); }
+  const std::string& bridge_log_path() const { return bridge_log_; }
+  const std::string& driver_log_path() const { return driver_log_; }
 
  private:
   // One bridge.* call over the socket; its reply, or null with *error set.

@@ -17,6 +17,7 @@ std::vector<SamplePoint> GrowthPerCycle(const std::vector<SamplePoint>& totals) 
   return rates;
 }
 
+// `format` takes one or two doubles (a second argument it does not use is ignored).
 std::string Format(const char* format, double a, double b) {
   char text[160];
   std::snprintf(text, sizeof(text), format, a, b);
@@ -57,7 +58,7 @@ LevelsOffVerdict JudgeLevelsOff(const std::vector<SamplePoint>& points,
       verdict.baseline = std::max(verdict.baseline, p.value);
       if (p.value > bounds.ceiling) {
         verdict.reason = Format("%.6g after cycle %.0f", p.value, static_cast<double>(p.cycle)) +
-                         Format(" exceeds its ceiling %.6g%.0s", bounds.ceiling, 0);
+                         Format(" exceeds its ceiling %.6g", bounds.ceiling, 0);
         return verdict;
       }
     }

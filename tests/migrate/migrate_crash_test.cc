@@ -14,6 +14,7 @@
 #include "migrate/journal.h"
 #include "migrate/pv_mover.h"
 #include "tests/migrate/migrate_test_env.h"
+#include "tests/upgrade/previous_release.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
 
@@ -37,6 +38,12 @@ std::vector<std::string> CrashPoints(const std::vector<std::string>& steps) {
     points.push_back(s + "+");
   }
   return points;
+}
+
+translator::Translator RulesTranslator() {
+  auto rules = translator::ParseFlexVolumeRulesText(kRulesYaml);
+  EXPECT_TRUE(rules.ok());
+  return translator::Translator(std::move(*rules));
 }
 
 class MigrateCrashTest : public MigrateEnvTest {
@@ -87,15 +94,16 @@ class MigrateCrashTest : public MigrateEnvTest {
   }
 
   // Runs `command` for every scenario at once (separate journals), each with its crash point
-  // when `crash`; returns the runs in scenario order.
+  // when `crash`, with `binary` (this tree's flexcsi-migrate or a previous release's); returns
+  // the runs in scenario order.
   std::vector<ToolRun> RunAll(const std::string& command, const std::vector<Scenario>& scenarios,
-                              bool crash) {
+                              bool crash, const std::string& binary = MigrateBinary()) {
     std::vector<std::pair<pid_t, std::string>> pids;
     for (const auto& s : scenarios) {
       const std::string prefix = env_->dir() + "/" + s.pv + "-" + command + (crash ? "-crash" : "");
       std::vector<std::string> extra_env;
       if (crash) extra_env.push_back("FLEXCSI_MIGRATE_CRASH_AFTER=" + s.crash_at);
-      pids.push_back({env_->Spawn(Args(command, s), extra_env, prefix), prefix});
+      pids.push_back({env_->Spawn(Args(command, s), extra_env, prefix, binary), prefix});
     }
     std::vector<ToolRun> runs;
     for (const auto& [pid, prefix] : pids) runs.push_back(MigrateEnv::Wait(pid, prefix));
@@ -108,85 +116,109 @@ class MigrateCrashTest : public MigrateEnvTest {
     EXPECT_EQ((*dep)["spec"]["replicas"], replicas) << s.crash_at;
   }
 
+  // kill -9 of `crash_binary`'s apply after every step (and after its writes), then this tree's
+  // apply resumes each: the PV is the translated one, the replicas are back.
+  void CrashThenApplyResumes(const std::string& ns, const std::string& crash_binary) {
+    std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
+    ASSERT_FALSE(scenarios.empty());
+    std::vector<ToolRun> crashed = RunAll("apply", scenarios, true, crash_binary);
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      EXPECT_EQ(crashed[i].signal, SIGKILL)
+          << scenarios[i].crash_at << ": " << crashed[i].out << crashed[i].err;
+      // The journal names the step the run died in.
+      auto journal = MigrationJournal::OpenForReading(scenarios[i].journal);
+      ASSERT_TRUE(journal.ok()) << scenarios[i].crash_at;
+      auto record = (*journal)->Get(scenarios[i].pv);
+      ASSERT_TRUE(record.ok() && record->has_value()) << scenarios[i].crash_at;
+      std::string step = scenarios[i].crash_at;
+      if (step.back() == '+') step.pop_back();
+      EXPECT_EQ((*record)->step, step);
+    }
+    std::vector<ToolRun> resumed = RunAll("apply", scenarios, false);
+    const translator::Translator translator = RulesTranslator();
+    std::vector<std::pair<std::string, std::string>> volumes;
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      const Scenario& s = scenarios[i];
+      SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
+      EXPECT_EQ(resumed[i].exit_code, 0) << resumed[i].out << resumed[i].err;
+      auto live = env_->Get(Pv(s.pv));
+      ASSERT_TRUE(live.ok());
+      auto expected = translator.TranslateInTreePVToCSI(StripServerFields(s.original_pv));
+      ASSERT_TRUE(expected.ok());
+      EXPECT_EQ((*live)["spec"]["csi"], (*expected)["spec"]["csi"]);
+      EXPECT_EQ((*live)["spec"]["persistentVolumeReclaimPolicy"],
+                s.original_pv["spec"]["persistentVolumeReclaimPolicy"]);
+      ExpectReplicas(ns, s, 1);
+      volumes.push_back({s.pv, s.claim});
+    }
+    ExpectNothingLost(*env_, ns, volumes);
+  }
+
+  // The same crashes, then this tree's rollback restores the original PV, binding and replicas.
+  void CrashThenRollbackRestores(const std::string& ns, const std::string& crash_binary) {
+    std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
+    ASSERT_FALSE(scenarios.empty());
+    std::vector<ToolRun> crashed = RunAll("apply", scenarios, true, crash_binary);
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at;
+    }
+    std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false);
+    std::vector<std::pair<std::string, std::string>> volumes;
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      const Scenario& s = scenarios[i];
+      SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
+      EXPECT_EQ(rolled[i].exit_code, 0) << rolled[i].out << rolled[i].err;
+      auto live = env_->Get(Pv(s.pv));
+      ASSERT_TRUE(live.ok());
+      // The original PV exactly: source, capacity, modes, policy, labels, annotations, and the
+      // binding to the same claim uid.
+      EXPECT_EQ(StripServerFields(*live)["spec"], StripServerFields(s.original_pv)["spec"]);
+      EXPECT_EQ((*live)["metadata"].value("labels", json()),
+                s.original_pv["metadata"].value("labels", json()));
+      EXPECT_EQ((*live)["metadata"].value("annotations", json()),
+                s.original_pv["metadata"].value("annotations", json()));
+      EXPECT_EQ((*live)["status"]["phase"], "Bound");
+      auto claim = env_->Get(ResourcePath::Core("persistentvolumeclaims", ns).Named(s.claim));
+      ASSERT_TRUE(claim.ok());
+      EXPECT_EQ((*claim)["metadata"]["uid"], s.original_claim["metadata"]["uid"]);
+      EXPECT_EQ((*claim)["status"]["phase"], "Bound");
+      ExpectReplicas(ns, s, 1);
+      volumes.push_back({s.pv, s.claim});
+    }
+    ExpectNothingLost(*env_, ns, volumes);
+  }
+
   static int next_disk_;  // disks are never shared between scenarios of the suite
 };
 int MigrateCrashTest::next_disk_ = 0;
 
-translator::Translator RulesTranslator() {
-  auto rules = translator::ParseFlexVolumeRulesText(kRulesYaml);
-  EXPECT_TRUE(rules.ok());
-  return translator::Translator(std::move(*rules));
-}
-
 TEST_F(MigrateCrashTest, KillAfterEveryStepThenApplyResumes) {
-  const std::string ns = "crash-resume";
-  std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
-  ASSERT_FALSE(scenarios.empty());
-  std::vector<ToolRun> crashed = RunAll("apply", scenarios, true);
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    EXPECT_EQ(crashed[i].signal, SIGKILL)
-        << scenarios[i].crash_at << ": " << crashed[i].out << crashed[i].err;
-    // The journal names the step the run died in.
-    auto journal = MigrationJournal::OpenForReading(scenarios[i].journal);
-    ASSERT_TRUE(journal.ok()) << scenarios[i].crash_at;
-    auto record = (*journal)->Get(scenarios[i].pv);
-    ASSERT_TRUE(record.ok() && record->has_value()) << scenarios[i].crash_at;
-    std::string step = scenarios[i].crash_at;
-    if (step.back() == '+') step.pop_back();
-    EXPECT_EQ((*record)->step, step);
-  }
-  std::vector<ToolRun> resumed = RunAll("apply", scenarios, false);
-  const translator::Translator translator = RulesTranslator();
-  std::vector<std::pair<std::string, std::string>> volumes;
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    const Scenario& s = scenarios[i];
-    SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
-    EXPECT_EQ(resumed[i].exit_code, 0) << resumed[i].out << resumed[i].err;
-    auto live = env_->Get(Pv(s.pv));
-    ASSERT_TRUE(live.ok());
-    auto expected = translator.TranslateInTreePVToCSI(StripServerFields(s.original_pv));
-    ASSERT_TRUE(expected.ok());
-    EXPECT_EQ((*live)["spec"]["csi"], (*expected)["spec"]["csi"]);
-    EXPECT_EQ((*live)["spec"]["persistentVolumeReclaimPolicy"],
-              s.original_pv["spec"]["persistentVolumeReclaimPolicy"]);
-    ExpectReplicas(ns, s, 1);
-    volumes.push_back({s.pv, s.claim});
-  }
-  ExpectNothingLost(*env_, ns, volumes);
+  CrashThenApplyResumes("crash-resume", MigrateBinary());
 }
 
 TEST_F(MigrateCrashTest, KillAfterEveryStepThenRollbackRestores) {
-  const std::string ns = "crash-rollback";
-  std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
-  ASSERT_FALSE(scenarios.empty());
-  std::vector<ToolRun> crashed = RunAll("apply", scenarios, true);
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at;
+  CrashThenRollbackRestores("crash-rollback", MigrateBinary());
+}
+
+// Issue #37: a migration killed under the previous release (CHANGELOG.md's), its journal written
+// by that release, is resumed or rolled back by this tree's flexcsi-migrate.
+class MigrateReleaseSkewTest : public MigrateCrashTest {
+ protected:
+  void SetUp() override {
+    upgrade::PreviousRelease release;
+    ASSERT_TRUE(upgrade::FindPreviousRelease({"flexcsi-migrate"}, &release));
+    previous_migrate_ = release.Binary("flexcsi-migrate");
   }
-  std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false);
-  std::vector<std::pair<std::string, std::string>> volumes;
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    const Scenario& s = scenarios[i];
-    SCOPED_TRACE("crash after " + s.crash_at + " (" + s.source_field + ")");
-    EXPECT_EQ(rolled[i].exit_code, 0) << rolled[i].out << rolled[i].err;
-    auto live = env_->Get(Pv(s.pv));
-    ASSERT_TRUE(live.ok());
-    // The original PV exactly: source, capacity, modes, policy, labels, annotations, and the
-    // binding to the same claim uid.
-    EXPECT_EQ(StripServerFields(*live)["spec"], StripServerFields(s.original_pv)["spec"]);
-    EXPECT_EQ((*live)["metadata"].value("labels", json()),
-              s.original_pv["metadata"].value("labels", json()));
-    EXPECT_EQ((*live)["metadata"].value("annotations", json()),
-              s.original_pv["metadata"].value("annotations", json()));
-    EXPECT_EQ((*live)["status"]["phase"], "Bound");
-    auto claim = env_->Get(ResourcePath::Core("persistentvolumeclaims", ns).Named(s.claim));
-    ASSERT_TRUE(claim.ok());
-    EXPECT_EQ((*claim)["metadata"]["uid"], s.original_claim["metadata"]["uid"]);
-    EXPECT_EQ((*claim)["status"]["phase"], "Bound");
-    ExpectReplicas(ns, s, 1);
-    volumes.push_back({s.pv, s.claim});
-  }
-  ExpectNothingLost(*env_, ns, volumes);
+
+  std::string previous_migrate_;
+};
+
+TEST_F(MigrateReleaseSkewTest, PreviousReleaseKilledAfterEveryStepThenApplyResumes) {
+  CrashThenApplyResumes("skew-resume", previous_migrate_);
+}
+
+TEST_F(MigrateReleaseSkewTest, PreviousReleaseKilledAfterEveryStepThenRollbackRestores) {
+  CrashThenRollbackRestores("skew-rollback", previous_migrate_);
 }
 
 // A rollback killed after each of its own steps, then run again, still ends at the original.

@@ -274,8 +274,8 @@ Status MigrateEnv::WaitRunningPods(const std::string& ns, const std::string& cla
 }
 
 pid_t MigrateEnv::Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                        const std::string& out_prefix) {
-  std::vector<std::string> argv = {MigrateBinary()};
+                        const std::string& out_prefix, const std::string& binary) {
+  std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--kubeconfig");
   argv.push_back(server_.kubeconfig_path());

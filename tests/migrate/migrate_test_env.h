@@ -37,6 +37,9 @@ std::vector<std::pair<std::string, json>> AllSources();
 // `source` naming a different disk: its id fields get "-<n>" (two PVs never share storage).
 json DistinctSource(json source, int n);
 
+// The test binary's path to flexcsi-migrate (compile definition).
+const char* MigrateBinary();
+
 class MigrateEnv {
  public:
   // Starts the fake (controllers on, quick pod termination and detach), node-1, and CSIDriver
@@ -78,9 +81,10 @@ class MigrateEnv {
 
   // Runs flexcsi-migrate with the kubeconfig, the given words and extra environment.
   ToolRun Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
-  // Starts it without waiting; Wait() collects it.
+  // Starts it without waiting; Wait() collects it. `binary`: another build of flexcsi-migrate
+  // (a previous release's, tests/upgrade).
   pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
-              const std::string& out_prefix);
+              const std::string& out_prefix, const std::string& binary = MigrateBinary());
   static ToolRun Wait(pid_t pid, const std::string& out_prefix);
 
   // GET/POST a /_fake/ control endpoint.
@@ -119,8 +123,5 @@ class MigrateEnvTest : public ::testing::Test {
 // claim, and every listed PV and claim exists and is Bound to each other.
 void ExpectNothingLost(MigrateEnv& env, const std::string& ns,
                        const std::vector<std::pair<std::string, std::string>>& pv_and_claim);
-
-// The test binary's path to flexcsi-migrate (compile definition).
-const char* MigrateBinary();
 
 }  // namespace flexcsi::migrate::testing

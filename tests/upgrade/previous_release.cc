@@ -9,11 +9,12 @@
 namespace flexcsi {
 namespace upgrade {
 
-::testing::AssertionResult FindPreviousRelease(PreviousRelease* release) {
+::testing::AssertionResult FindPreviousRelease(const std::vector<std::string>& binaries,
+                                               PreviousRelease* release) {
   // stderr (the script's progress and its one-line refusals) goes to the test's output; stdout
   // is the cache directory.
-  const std::string command = std::string("'") + BUILD_RELEASE_SCRIPT + "' '" + FLEXCSI_SOURCE_DIR +
-                              "' flexexec flexcsi-bridge";
+  std::string command = std::string("'") + BUILD_RELEASE_SCRIPT + "' '" + FLEXCSI_SOURCE_DIR + "'";
+  for (const std::string& binary : binaries) command += " " + binary;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return ::testing::AssertionFailure() << "cannot run " << command;
   std::string out;
@@ -31,8 +32,7 @@ namespace upgrade {
   }
   std::ifstream version(dir + "/VERSION");
   std::getline(version, release->version);
-  release->flexexec = dir + "/bin/flexexec";
-  release->bridge = dir + "/bin/flexcsi-bridge";
+  release->bin_dir = dir + "/bin";
   return ::testing::AssertionSuccess();
 }
 

@@ -35,7 +35,7 @@ class UpgradeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     if (release_) return;
     PreviousRelease found;
-    auto r = FindPreviousRelease(&found);
+    auto r = FindPreviousRelease({"flexexec", "flexcsi-bridge"}, &found);
     if (r) {
       release_ = found;
       std::printf("previous release: %s\n", found.version.c_str());
@@ -47,10 +47,10 @@ class UpgradeTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(release_) << release_error_; }
 
   static std::string Flexexec(Version v) {
-    return v == Version::kPrevious ? release_->flexexec : FLEXEXEC_BINARY;
+    return v == Version::kPrevious ? release_->Binary("flexexec") : FLEXEXEC_BINARY;
   }
   static std::string Bridge(Version v) {
-    return v == Version::kPrevious ? release_->bridge : FLEXCSI_BRIDGE_BINARY;
+    return v == Version::kPrevious ? release_->Binary("flexcsi-bridge") : FLEXCSI_BRIDGE_BINARY;
   }
 
   // A started world whose flexexec and bridge are of the versions given.

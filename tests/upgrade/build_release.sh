@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Builds a previous release's binaries from git history into a cache shared by every test run:
-#   build_release.sh <repo> [binary...]        (binaries: flexexec flexcsi-bridge flexcsi
-#                                               flexcsi-controller flexcsi-migrate; default the
-#                                               first two)
+#   build_release.sh <repo> [binary...]        (binaries: flexexec flexcsi-bridge
+#                                               flexcsi-migrate; default the first two)
 # The release is the newest `## X.Y.Z — commit <sha>` heading of <repo>/CHANGELOG.md (the
 # unreleased section above it names no commit). Prints the directory whose bin/ holds the
 # binaries; its VERSION file names the release and commit.
@@ -23,14 +22,16 @@ repo=${FLEXCSI_UPGRADE_REPO:-$repo}
 binaries=("$@")
 [[ ${#binaries[@]} -gt 0 ]] || binaries=(flexexec flexcsi-bridge)
 
-# The top-level folders each binary needs (FLEXCSI_PARTS), so nothing else is configured.
+# The top-level folders each binary needs (FLEXCSI_PARTS), so nothing else is configured; a
+# binary not listed here is refused (add its parts, checked against a build of the release).
 declare -A parts_of=(
   [flexexec]="common;flexexec"
   [flexcsi-bridge]="proto;common;translator;kube;bridge"
-  [flexcsi]="proto;common;translator;kube;bridge;migrate;cli"
-  [flexcsi-controller]="proto;common;translator;kube;bridge;controller"
   [flexcsi-migrate]="common;translator;kube;migrate"
 )
+for b in "${binaries[@]}"; do
+  [[ -n ${parts_of[$b]:-} ]] || die "no parts known for binary '$b'"
+done
 
 changelog=$repo/CHANGELOG.md
 [[ -f $changelog ]] || die "$changelog is missing: it names the previous release's commit"
@@ -56,10 +57,7 @@ flock 9
 mapfile -t to_build < <(missing)
 if [[ ${#to_build[@]} -gt 0 ]]; then
   parts=""
-  for b in "${to_build[@]}"; do
-    [[ -n ${parts_of[$b]:-} ]] || die "no parts known for binary '$b'"
-    parts+="${parts_of[$b]};"
-  done
+  for b in "${to_build[@]}"; do parts+="${parts_of[$b]};"; done
   parts=$(tr ';' '\n' <<<"$parts" | awk 'NF && !seen[$0]++' | paste -sd';')
   rm -rf "$cache"/tmp.*  # what a killed build left
   work=$(mktemp -d "$cache/tmp.XXXXXX")

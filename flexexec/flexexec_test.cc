@@ -129,7 +129,13 @@ TEST_F(FlexexecBinaryTest, InitThroughSymlinkReadsSymlinksDirectory) {
 TEST_F(FlexexecBinaryTest, VersionIsOneLineReadWithoutConfigOrBridge) {
   RunResult r = Exec(exe_, {"--version"});  // no flexcsi.json, no socket
   EXPECT_EQ(0, r.exit_code);
-  EXPECT_EQ(VersionLine("flexexec") + "\n", r.out);
+  EXPECT_EQ('\n', r.out.back());
+  EXPECT_EQ(r.out.size() - 1, r.out.find('\n')) << r.out;
+  // The release only: the commit is the one of the last configure before flexexec was linked,
+  // which a partial build of a shared tree may leave behind this test's.
+  const auto info = ParseVersionLine("flexexec", r.out);
+  ASSERT_TRUE(info.has_value()) << r.out;
+  EXPECT_EQ(info->version, FlexcsiVersion());
   EXPECT_EQ("", r.err);
   // Only alone: with anything after it, it is an unknown FlexVolume call like any other.
   EXPECT_EQ("Not supported", Reply(Exec(exe_, {"--version", "x"}))["status"]);

@@ -23,9 +23,10 @@ def flexcsi_binary():
 
 
 @contextlib.contextmanager
-def bench_cluster(script, keep=False):
+def bench_cluster(script, keep=False, nodes=1):
     """Re-runs `script` (with this process's arguments) in private namespaces, then yields a
-    started cluster. Exits with SKIP, saying why in one line, where the binaries are missing."""
+    started cluster of `nodes` kubelet nodes. Exits with SKIP, saying why in one line, where the
+    binaries are missing."""
     try:
         bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
                                 or os.path.join(build_dir(), "kube-assets"))
@@ -35,7 +36,7 @@ def bench_cluster(script, keep=False):
     namespace.enter_private_namespaces([os.path.abspath(script), *sys.argv[1:]])
     # Kubernetes' own claim sync period (the tests' cluster makes it 5 s): the migrate
     # benchmarks measure a move as a real cluster paces it
-    c = kube_cluster.Cluster(bin_dir, keep=keep,
+    c = kube_cluster.Cluster(bin_dir, keep=keep, nodes=nodes,
                              controller_manager_flags=["--pvclaimbinder-sync-period=15s"])
     try:
         c.start()

@@ -1,25 +1,39 @@
-"""Issue 25, test 4: deploy/'s node DaemonSet (flexcsi-node, `maxUnavailable: 1`) rolled to a
-new image across both nodes while a pod on each node appends a line every 0.2 s to a FlexVolume
-PV the DaemonSet's bridge serves. Asserted: one node at a time (the pods' changes as the API
-server streams them: never both nodes without a Ready bridge), no failed and no missing write
-on either node, neither writer restarted (same uid, restartCount 0), and the new bridges took
-over the old ones' records. MEASURED lines: the rollout time, each node's time without a Ready
-bridge, the longest write gap on each node.
+"""Issue 25 test 4 and issue #37's real upgrade and downgrade: deploy/'s node DaemonSet
+(flexcsi-node, `maxUnavailable: 1`) installed with the previous release's image, upgraded to this
+build's image with `kubectl apply -k`, then downgraded to the previous release the same way,
+across both nodes, while a pod on each node appends a line every 0.2 s to a FlexVolume PV the
+DaemonSet's bridge serves. Asserted for each rollout: one node at a time (the pods' changes as
+the API server streams them: never both nodes without a Ready bridge), no failed and no missing
+write on either node, neither writer restarted (same uid, restartCount 0), the volumes' mounts
+untouched, the new bridges took over the old ones' records (the downgrade: the previous bridge
+serves the database this build's bridge wrote), and every node runs the release it was rolled to
+(the running bridge's binary and the flexexec install-driver put into kubelet's plugin dir).
+Then the writers go and every volume is unmounted and unstaged by the previous release: no mount
+left on either node, no record in either bridge. MEASURED lines: each rollout's time, each
+node's time without a Ready bridge and its longest write gap.
+
+The previous release's image (previous_release_image.py) is this build's image with the
+previous release's flexexec and flexcsi-bridge (tests/upgrade/build_release.sh's, from the
+commit CHANGELOG.md names) over its own; csi-loopback, the flexcsi CLI and flexcsi-controller in
+it stay this tree's: the skew a rollout puts on a node is flexexec against the bridge and the
+bridge against its state database. Skipped, with one line, where those binaries are not built
+(ctest's upgrade_previous_release_build builds them) or the image was not.
 
 The install is tests/cluster/deploy/multinode (deploy/kubernetes/base/node at kubeadm's paths
-with the image of ctest's deploy_test_image, imported into both nodes' containerd); the test
-adds the API server's address for the bridge's in-cluster client (no Service address here).
-The import and the install start in the background when the suite's cluster is up
-(start_install), so that the tests before this one hide them. The DaemonSet's volumes are
-node-local (csi-loopback --no-attach): the rollout touches the node side alone, so
-kube-controller-manager takes no part, and attach across nodes is multinode_move_tests.py's.
-Its driver (flexcsi/loopback, loopback.csi.flexcsi.io, /run/flexcsi/bridge.sock) is none of the
-suite's NodePlugins', which keep running beside it.
+with the image of ctest's deploy_test_image); the test adds the API server's address for the
+bridge's in-cluster client (no Service address here). Making the previous image, importing both
+images into both nodes' containerd and the install start in the background when the suite's
+cluster is up (start_install), so that the tests before this one hide them. The DaemonSet's
+volumes are node-local (csi-loopback --no-attach): the rollout touches the node side alone, so
+kube-controller-manager takes no part and there is nothing to detach; attach across nodes is
+multinode_move_tests.py's. Its driver (flexcsi/loopback, loopback.csi.flexcsi.io,
+/run/flexcsi/bridge.sock) is none of the suite's NodePlugins', which keep running beside it.
 
-Imported by multinode_suite_test.py, whose cluster gives every node its own copy of HOST_PATHS.
-Skipped, with its reason, where the image was not built."""
+Imported by multinode_suite_test.py, whose cluster gives every node its own copy of
+HOST_PATHS."""
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -28,6 +42,7 @@ import unittest
 import clustertest
 from clustertest import apply, busybox_pod, exec_in, get, timed, wait_for
 from cluster import KUBEADM_PATHS
+import previous_release_image
 from rollout import (APPEND_EVERY_0_2_S, HUNG_VOLUME_S, WriteLog, rolled_out, uptime,
                      volume_mounts)
 
@@ -42,40 +57,49 @@ DAEMONSET = "flexcsi-node"
 NODE_PODS = "app.kubernetes.io/component=node"
 IMAGE = "localhost/flexcsi"
 TAG = clustertest.flexcsi_version()  # what scripts/build-image.sh tags the image
-UPGRADE_TAG = TAG + "-upgrade"
 FLEX_DRIVER = "flexcsi/loopback"
 KUBELET_ROOT, PLUGIN_DIR = KUBEADM_PATHS["kubelet_root"], KUBEADM_PATHS["plugin_dir"]
+# Where install-driver puts flexexec for FLEX_DRIVER (<plugin dir>/<vendor~name>/<name>).
+INSTALLED_FLEXEXEC = os.path.join(PLUGIN_DIR, "flexcsi~loopback", "loopback")
 CSI_ENDPOINT = "unix://%s/plugins/loopback.csi.flexcsi.io/csi.sock" % KUBELET_ROOT
 BRIDGE_SOCKET = "/run/flexcsi/bridge.sock"
 # Paths of which every node of the suite's cluster has its own copy (Cluster(host_paths=...)):
 # kubelet's root and plugin dir, where deploy/ expects them, and the DaemonSet's hostPath folders.
 HOST_PATHS = [KUBELET_ROOT, PLUGIN_DIR, "/run/flexcsi", "/var/lib/flexcsi",
               "/var/lib/flexcsi-loopback"]
-INSTALL = {}  # the install started in the background: its thread, then its times or its error
+# The install started in the background: its thread, then its times, its error or why the
+# test is skipped; and the previous release ("release") with the sha256 of each program the
+# previous image carries ("sha256": {program: digest}).
+INSTALL, PREVIOUS = {}, {}
 
 
 def start_install(c):
-    """Imports the image (about 320 MB) into every node's containerd, with the next release's
-    tag as an operator's import adds it, and applies the install, in the background: the
-    suite's setUpModule calls it, so that the tests before this one hide its time."""
+    """Makes the previous release's image, imports it with this build's (one archive, about
+    330 MB, their shared layers once) into every node's containerd, and installs the previous
+    release, in the background: the suite's setUpModule calls it, so that the tests before this
+    one hide its time."""
     archive = clustertest.image_archive()
     if not os.path.isfile(archive):
         return
 
     def run():
+        both = os.path.join(c.dir, "flexcsi-images.tar")
         try:
             began = time.monotonic()
-            c.import_image(archive)
-            for node in c.nodes:
-                subprocess.run(["ctr", "--address", node.containerd_socket, "-n", "k8s.io",
-                                "images", "tag", "%s:%s" % (IMAGE, TAG),
-                                "%s:%s" % (IMAGE, UPGRADE_TAG)],
-                               check=True, stdout=subprocess.DEVNULL)
-            INSTALL["import"] = time.monotonic() - began
-            install(c, TAG)
+            PREVIOUS["release"], PREVIOUS["sha256"] = previous_release_image.build_archive(
+                os.path.join(os.path.dirname(archive), "podman"), IMAGE, TAG, both)
+            INSTALL["image"] = time.monotonic() - began
+            c.import_image(both)
+            INSTALL["import"] = time.monotonic() - began - INSTALL["image"]
+            install(c, PREVIOUS["release"])
             INSTALL["applied"] = time.monotonic()
+        except previous_release_image.Missing as e:
+            INSTALL["skip"] = str(e)
         except Exception as e:  # noqa: BLE001 - setUpClass raises it
             INSTALL["error"] = e
+        finally:
+            if os.path.exists(both):
+                os.remove(both)
     INSTALL["thread"] = threading.Thread(target=run, daemon=True)
     INSTALL["thread"].start()
 
@@ -88,6 +112,12 @@ def flexcsi_on(node, *args, check=True):
 
 def writer(node):
     return "writer-" + node.name
+
+
+def bridge_records(node):
+    """Every record the node's bridge holds ({kind: [record]}), through its socket."""
+    state = json.loads(flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json"))
+    return {k: state[k] for k in ("attachments", "stagings", "publications") if state[k]}
 
 
 def install(c, tag):
@@ -142,6 +172,37 @@ def read_log(node):
 def ready(pod):
     return any(c["type"] == "Ready" and c["status"] == "True"
                for c in pod.get("status", {}).get("conditions", []))
+
+
+def bridge_pod(node):
+    """The name of the node's flexcsi-node pod that is Ready and not being deleted."""
+    pods = clustertest.CLUSTER.kubectl_json("get", "pods", "-n", NS, "-l", NODE_PODS,
+                                            "--field-selector", "spec.nodeName=" + node.name)
+    return next(p["metadata"]["name"] for p in pods["items"]
+                if ready(p) and not p["metadata"].get("deletionTimestamp"))
+
+
+def release_of(program, digest, version_output):
+    """The release a binary is: the previous one when it is the copy the previous image carries
+    (0.1.0 answers no --version), otherwise the one its --version names."""
+    if digest == PREVIOUS["sha256"][program]:
+        return PREVIOUS["release"]
+    found = re.match(r"%s (\d+\.\d+\.\d+) " % program, version_output)
+    return found.group(1) if found else "unknown: " + version_output.strip()[:100]
+
+
+def running_releases(node):
+    """(release of the bridge running on the node, of the flexexec kubelet runs there): the
+    binary of the bridge container's process 1, and the file install-driver put into kubelet's
+    plugin dir."""
+    bridge = exec_in(NS, bridge_pod(node), "sh", "-c",
+                     "sha256sum /proc/1/exe && { /proc/1/exe --version 2>&1 || true; }",
+                     container="bridge")
+    digest, _, version = bridge.partition("\n")
+    flexexec = node.in_node("sha256sum", INSTALLED_FLEXEXEC).stdout.split()[0]
+    return (release_of("flexcsi-bridge", digest.split()[0], version),
+            release_of("flexexec", flexexec,
+                       node.in_node(INSTALLED_FLEXEXEC, "--version", check=False).stdout))
 
 
 class PodWatch:
@@ -218,6 +279,7 @@ def outages(timeline, nodes):
     return spans
 
 
+
 class NodeDaemonSetRolloutTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -229,14 +291,19 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
         if "thread" not in INSTALL:
             start_install(c)
         began = time.monotonic()
-        cls.addClassCleanup(cls.uninstall)
         INSTALL["thread"].join(600)
+        if "skip" in INSTALL:
+            raise unittest.SkipTest("no previous release to upgrade from: " + INSTALL["skip"])
+        cls.addClassCleanup(cls.uninstall)
         if "applied" not in INSTALL:
             raise AssertionError("the install: %s" % INSTALL.get("error", "not done"))
         wait_for("flexcsi-node rolled out on both nodes",
                  lambda: rolled_out("daemonset", DAEMONSET, NS), 180)
-        timed("image import into both nodes' containerd", INSTALL["import"])
-        timed("install applied to both bridges Ready", time.monotonic() - INSTALL["applied"])
+        timed("previous release's image made (podman build and save of both images)",
+              INSTALL["image"])
+        timed("both images imported into both nodes' containerd", INSTALL["import"])
+        timed("install of %s applied to both bridges Ready" % PREVIOUS["release"],
+              time.monotonic() - INSTALL["applied"])
         timed("this test waited for the install started in the background",
               time.monotonic() - began)
         apply([clustertest.namespace_object(APP)])
@@ -260,9 +327,8 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
         c.kubectl("delete", "pods", "-n", APP, "--all", "--wait=false")
         for node in c.nodes:
             clustertest.delete_and_wait("pod", writer(node), APP)
-            wait_for("%s's bridge to hold no record" % node.name, lambda: not any(
-                json.loads(flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json"))[k]
-                for k in ("attachments", "stagings", "publications")), 60)
+            wait_for("%s's bridge to hold no record" % node.name,
+                     lambda: not bridge_records(node), 60)
             if volumes[node.name]:
                 flexcsi_on(node, "volume", "delete", "--endpoint", CSI_ENDPOINT, "--id",
                            volumes[node.name])
@@ -279,30 +345,38 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
             node.in_node("rm", "-r", os.path.join(PLUGIN_DIR, "flexcsi~loopback"), check=False)
         print("\n(uninstalled in %.1f s)" % (time.monotonic() - began), flush=True)
 
-    def test_node_daemonset_rolls_node_by_node_while_pods_write(self):
+    def assertRunning(self, release, when):
+        c = clustertest.CLUSTER
+        self.assertEqual({n.name: running_releases(n) for n in c.nodes},
+                         {n.name: (release, release) for n in c.nodes},
+                         "%s: (bridge, flexexec) per node" % when)
+
+    def roll(self, tag, what):
+        """Applies the install with `tag` while the writers write and checks the rollout
+        (module docstring); returns its figures."""
         c = clustertest.CLUSTER
         nodes = [n.name for n in c.nodes]
         writers = {n.name: get("pod", writer(n), APP) for n in c.nodes}
         mounts = {n.name: node_volume_mounts(n) for n in c.nodes}
         self.assertTrue(all(mounts.values()), "a writer's volume is not mounted: %s" % mounts)
-        for node in c.nodes:
-            wait_for("%s's first writes" % writer(node), lambda: len(read_log(node)) >= 5, 30)
         watch = PodWatch(NS, NODE_PODS)
-        wait_for("the watch's first state", lambda: watch.availability(nodes) and all(
-            watch.availability(nodes)[-1][1].values()), 30)
-        began, since = time.monotonic(), uptime()
-        install(c, UPGRADE_TAG)
-        new_image = "%s:%s" % (IMAGE, UPGRADE_TAG)
-        wait_for("flexcsi-node rolled to the new tag on both nodes",
-                 lambda: rolled_out("daemonset", DAEMONSET, NS, new_image), 240)
-        rollout, until = time.monotonic() - began, uptime()
-        watch.stop()
+        try:
+            wait_for("the watch's first state", lambda: watch.availability(nodes) and all(
+                watch.availability(nodes)[-1][1].values()), 30)
+            began, since = time.monotonic(), uptime()
+            install(c, tag)
+            new_image = "%s:%s" % (IMAGE, tag)
+            wait_for("flexcsi-node rolled to %s on both nodes" % tag,
+                     lambda: rolled_out("daemonset", DAEMONSET, NS, new_image), 240)
+            rollout, until = time.monotonic() - began, uptime()
+        finally:
+            watch.stop()
         rolled_at = {n.name: len(read_log(n)) for n in c.nodes}
 
         def written_after_the_rollout(node):
             lines = read_log(node)
             return lines if len(lines) >= rolled_at[node.name] + 5 else None
-        logs = {n.name: wait_for("%s's writes after the rollout" % writer(n),
+        logs = {n.name: wait_for("%s's writes after the %s" % (writer(n), what),
                                  lambda: written_after_the_rollout(n), 30) for n in c.nodes}
 
         # One node at a time: never both without a Ready bridge, and the second node's old pod
@@ -311,10 +385,10 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
         timeline = watch.availability(nodes)
         timeline = timeline[next(i for i, e in enumerate(timeline) if all(e[1].values())):]
         self.assertFalse([t for t, up, _ in timeline if not any(up.values())],
-                         "both nodes without a Ready bridge at once")
+                         "%s: both nodes without a Ready bridge at once" % what)
         steps = {n: dict(watch.steps(n, new_image)) for n in nodes}
         for n in nodes:
-            self.assertEqual(set(steps[n]), set(STEPS), "%s: %s" % (n, steps[n]))
+            self.assertEqual(set(steps[n]), set(STEPS), "%s, %s: %s" % (what, n, steps[n]))
             self.assertEqual(timeline[-1][2][n], {new_image}, n)
         first, second = sorted(nodes, key=lambda n: steps[n]["old pod told to stop"])
         self.assertLessEqual(steps[first]["Ready"], steps[second]["old pod told to stop"])
@@ -327,20 +401,47 @@ class NodeDaemonSetRolloutTest(unittest.TestCase):
             self.assertEqual(after["status"]["containerStatuses"][0]["restartCount"], 0)
             writes = WriteLog(logs[node.name])
             self.assertEqual((writes.missing, writes.in_order), ([], True),
-                             "%s: a write is missing" % node.name)
+                             "%s, %s: a write is missing" % (what, node.name))
             self.assertNotIn("FAILED", c.kubectl("logs", "-n", APP, writer(node)))
             gaps[node.name] = writes.longest_gap(since, until)[0]
             self.assertEqual(node_volume_mounts(node), mounts[node.name],
-                             "%s's volume was mounted again" % node.name)
+                             "%s: %s's volume was mounted again" % (what, node.name))
             # the new bridge took over the old one's records of the writer's volume
-            state = flexcsi_on(node, "state", "--socket", BRIDGE_SOCKET, "-o", "json")
-            self.assertIn(writer(node), state)
-        timed("node DaemonSet rolled across both nodes (apply to both new bridges Ready)",
-              rollout)
+            self.assertIn(writer(node), json.dumps(bridge_records(node)))
+        timed("%s: node DaemonSet rolled across both nodes (apply to both new bridges Ready)"
+              % what, rollout)
         for n in (first, second):
-            print("\nMEASURED %s upgraded, from the apply: %s; without a Ready bridge %.1f s; "
+            print("\nMEASURED %s: %s rolled, from the apply: %s; without a Ready bridge %.1f s; "
                   "longest write gap %.2f s (a write every 0.2 s)" % (
-                      n, ", ".join("%s %.1f s" % (step, steps[n][step] - since)
-                                   for step in STEPS), down[n], gaps[n]), flush=True)
-        for n in nodes:
-            self.assertLess(gaps[n], HUNG_VOLUME_S, "%s's writer hung" % n)
+                      what, n, ", ".join("%s %.1f s" % (step, steps[n][step] - since)
+                                         for step in STEPS), down[n], gaps[n]), flush=True)
+        return gaps
+
+    def test_upgrade_then_downgrade_roll_node_by_node_while_pods_write(self):
+        c = clustertest.CLUSTER
+        previous = PREVIOUS["release"]
+        for node in c.nodes:
+            wait_for("%s's first writes" % writer(node), lambda: len(read_log(node)) >= 5, 30)
+        self.assertRunning(previous, "installed")
+        upgrade = "upgrade %s -> %s" % (previous, TAG)
+        gaps = {upgrade: self.roll(TAG, upgrade)}
+        self.assertRunning(TAG, upgrade)
+        downgrade = "downgrade %s -> %s" % (TAG, previous)
+        gaps[downgrade] = self.roll(previous, downgrade)
+        self.assertRunning(previous, downgrade)
+        for what, per_node in gaps.items():
+            for n, gap in per_node.items():
+                self.assertLess(gap, HUNG_VOLUME_S, "%s: %s's writer hung" % (what, n))
+
+        # Afterwards the previous release unmounts and unstages every volume (there is no
+        # attach: module docstring).
+        began = time.monotonic()
+        c.kubectl("delete", "pods", "-n", APP, "--all", "--wait=false")
+        for node in c.nodes:
+            clustertest.delete_and_wait("pod", writer(node), APP)
+            wait_for("%s's volume unmounted" % node.name, lambda: not node_volume_mounts(node),
+                     60)
+            wait_for("%s's bridge to hold no record" % node.name,
+                     lambda: not bridge_records(node), 60)
+        timed("after the downgrade, both writers deleted to every volume unmounted and "
+              "unstaged", time.monotonic() - began)

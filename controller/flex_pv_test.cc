@@ -38,7 +38,7 @@ csi::v1::Volume Volume() {
 TEST(FlexPV, OptionsMapBackToExactlyThisVolume) {
   const BridgeConfig config = TestBridgeConfig();
   const DriverConfig& driver = config.drivers[0];
-  auto plan = PlanProvision(driver, Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({driver, Claim(), Class()});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto pv = BuildFlexVolumePV(driver, *plan, Volume(), Claim(), "loopback.csi.flexcsi.io");
   ASSERT_TRUE(pv.ok()) << pv.status().ToString();
@@ -57,7 +57,7 @@ TEST(FlexPV, OptionsMapBackToExactlyThisVolume) {
 TEST(FlexPV, CarriesBindingReclaimAffinityAndProvenance) {
   const BridgeConfig config = TestBridgeConfig();
   const DriverConfig& driver = config.drivers[0];
-  auto plan = PlanProvision(driver, Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({driver, Claim(), Class()});
   ASSERT_TRUE(plan.ok());
   auto pv = BuildFlexVolumePV(driver, *plan, Volume(), Claim(), "my-provisioner");
   ASSERT_TRUE(pv.ok());
@@ -82,7 +82,7 @@ TEST(FlexPV, CarriesBindingReclaimAffinityAndProvenance) {
 
 TEST(FlexPV, ZeroCapacityFromDriverMeansTheRequest) {
   const BridgeConfig config = TestBridgeConfig();
-  auto plan = PlanProvision(config.drivers[0], Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({config.drivers[0], Claim(), Class()});
   csi::v1::Volume v = Volume();
   v.set_capacity_bytes(0);
   auto pv = BuildFlexVolumePV(config.drivers[0], *plan, v, Claim(), "p");
@@ -94,7 +94,7 @@ TEST(FlexPV, ContextTheRuleWouldDropIsRefused) {
   const BridgeConfig config = TestBridgeConfig({{"csiDriver", "loopback.csi.flexcsi.io"},
                                                 {"volumeHandle", {{"fromOption", "volumeID"}}},
                                                 {"attributes", {{"exclude", {"backingFile"}}}}});
-  auto plan = PlanProvision(config.drivers[0], Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({config.drivers[0], Claim(), Class()});
   ASSERT_TRUE(plan.ok());
   auto pv = BuildFlexVolumePV(config.drivers[0], *plan, Volume(), Claim(), "p");
   ASSERT_FALSE(pv.ok());
@@ -104,7 +104,7 @@ TEST(FlexPV, ContextTheRuleWouldDropIsRefused) {
 TEST(FlexPV, TemplateHandlesCannotBeProvisioned) {
   const BridgeConfig config = TestBridgeConfig({{"csiDriver", "loopback.csi.flexcsi.io"},
                                                 {"volumeHandle", {{"template", "${pool}/${image}"}}}});
-  auto plan = PlanProvision(config.drivers[0], Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({config.drivers[0], Claim(), Class()});
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(BuildFlexVolumePV(config.drivers[0], *plan, Volume(), Claim(), "p").ok());
 }

@@ -15,49 +15,161 @@ std::string Annotation(const nlohmann::json& object, const std::string& key) {
   return ann.is_object() ? JStr(ann, key.c_str()) : std::string();
 }
 
-// allowedTopologies -> the list of topology segments it permits (cartesian product of each
-// term's matchLabelExpressions values).
-StatusOr<std::vector<std::map<std::string, std::string>>> AllowedSegments(
-    const nlohmann::json& storage_class) {
-  std::vector<std::map<std::string, std::string>> out;
-  const auto& terms = JField(storage_class, "allowedTopologies");
-  if (!terms.is_array()) return out;
-  for (const auto& term : terms) {
-    std::vector<std::map<std::string, std::string>> combos = {{}};
-    const auto& exprs = JField(term, "matchLabelExpressions");
-    if (!exprs.is_array()) continue;
-    for (const auto& expr : exprs) {
-      const std::string key = JStr(expr, "key");
-      const auto& values = JField(expr, "values");
-      if (key.empty() || !values.is_array() || values.empty()) {
-        return InvalidArgument(
-            "allowedTopologies: every matchLabelExpressions entry needs a key "
-            "and values");
-      }
-      std::vector<std::map<std::string, std::string>> next;
-      for (const auto& c : combos) {
-        for (const auto& v : values) {
-          auto copy = c;
-          copy[key] = v.is_string() ? v.get<std::string>() : v.dump();
-          next.push_back(copy);
-        }
-      }
-      combos = std::move(next);
-    }
-    for (auto& c : combos) {
-      if (!c.empty()) out.push_back(std::move(c));
-    }
+// The claim, class or volume kinds a FlexVolume PV cannot be; the class's reclaimPolicy.
+Status RefuseWhatFlexVolumeCannotBe(const nlohmann::json& claim,
+                                    const nlohmann::json& storage_class, ProvisionPlan* plan) {
+  if (JStr(JField(claim, "spec"), "volumeMode") == "Block") {
+    return InvalidArgument(
+        "volumeMode Block is not possible: FlexVolume PVs are filesystem "
+        "volumes only");
   }
-  return out;
+  const auto& mount_options = JField(storage_class, "mountOptions");
+  if (mount_options.is_array() && !mount_options.empty()) {
+    return InvalidArgument("StorageClass " + plan->storage_class +
+                           " has mountOptions, which Kubernetes rejects on FlexVolume PVs; put "
+                           "the flags into the driver's mountFlags in the bridge configuration");
+  }
+  const std::string reclaim = JStr(storage_class, "reclaimPolicy");
+  if (!reclaim.empty()) plan->reclaim_policy = reclaim;
+  if (plan->reclaim_policy != "Delete" && plan->reclaim_policy != "Retain") {
+    return InvalidArgument("reclaimPolicy " + plan->reclaim_policy +
+                           " is not supported (Delete or Retain)");
+  }
+  return Status::Ok();
 }
 
-bool Matches(const std::map<std::string, std::string>& segment,
-             const std::map<std::string, std::string>& allowed) {
-  for (const auto& [k, v] : allowed) {
-    auto it = segment.find(k);
-    if (it != segment.end() && it->second != v) return false;
+// The class's parameters, every value a string.
+StatusOr<std::map<std::string, std::string>> ClassParameters(const nlohmann::json& storage_class) {
+  std::map<std::string, std::string> params;
+  const auto& class_params = JField(storage_class, "parameters");
+  if (class_params.is_object()) {
+    for (auto it = class_params.begin(); it != class_params.end(); ++it) {
+      if (!it.value().is_string()) {
+        return InvalidArgument("StorageClass parameter " + it.key() + " is not a string");
+      }
+      params[it.key()] = it.value().get<std::string>();
+    }
   }
-  return true;
+  return params;
+}
+
+// CreateVolume gets every parameter but the csi.storage.k8s.io/ ones the provisioner consumes.
+Status PassOnDriverParameters(const std::map<std::string, std::string>& params,
+                              csi::v1::CreateVolumeRequest* request) {
+  static const std::set<std::string> kKnown = {
+      "csi.storage.k8s.io/fstype",
+      "csi.storage.k8s.io/secret-name",
+      "csi.storage.k8s.io/secret-namespace",
+      "csi.storage.k8s.io/provisioner-secret-name",
+      "csi.storage.k8s.io/provisioner-secret-namespace",
+      "csi.storage.k8s.io/controller-publish-secret-name",
+      "csi.storage.k8s.io/controller-publish-secret-namespace",
+      "csi.storage.k8s.io/node-stage-secret-name",
+      "csi.storage.k8s.io/node-stage-secret-namespace",
+      "csi.storage.k8s.io/node-publish-secret-name",
+      "csi.storage.k8s.io/node-publish-secret-namespace",
+      "csi.storage.k8s.io/controller-expand-secret-name",
+      "csi.storage.k8s.io/controller-expand-secret-namespace",
+      "csi.storage.k8s.io/node-expand-secret-name",
+      "csi.storage.k8s.io/node-expand-secret-namespace"};
+  for (const auto& [key, value] : params) {
+    if (IsProvisionerOnlyParameter(key)) {
+      // external-provisioner fails on unknown csi.storage.k8s.io/ keys too: a typo in a secret
+      // key would otherwise silently provision without the secret.
+      if (!kKnown.count(key)) {
+        return InvalidArgument("StorageClass parameter " + key +
+                               " is not a csi.storage.k8s.io/ key this provisioner knows");
+      }
+      continue;
+    }
+    (*request->mutable_parameters())[key] = value;
+  }
+  return Status::Ok();
+}
+
+// The class's fsType (CSI key, else the old "fstype"), else the driver rule's default.
+std::string FsTypeFor(const std::map<std::string, std::string>& params,
+                      const DriverConfig& driver) {
+  for (const char* key : {"csi.storage.k8s.io/fstype", "fstype"}) {
+    auto it = params.find(key);
+    if (it != params.end()) return it->second;
+  }
+  return driver.mapping.rules().front().default_fs_type;
+}
+
+// The provisioner and controller-expand secrets, and the one node secret a FlexVolume PV's
+// secretRef can carry.
+Status ResolveSecrets(const std::map<std::string, std::string>& params, const nlohmann::json& claim,
+                      ProvisionPlan* plan) {
+  auto secret = ResolveSecretRef(SecretKind::kProvisioner, params, plan->pv_name, &claim);
+  if (!secret.ok()) return secret.status();
+  plan->provisioner_secret = *secret;
+  auto stage = ResolveSecretRef(SecretKind::kNodeStage, params, plan->pv_name, &claim);
+  if (!stage.ok()) return stage.status();
+  auto publish = ResolveSecretRef(SecretKind::kNodePublish, params, plan->pv_name, &claim);
+  if (!publish.ok()) return publish.status();
+  auto controller_publish =
+      ResolveSecretRef(SecretKind::kControllerPublish, params, plan->pv_name, &claim);
+  if (!controller_publish.ok()) return controller_publish.status();
+  // A FlexVolume PV has one secretRef; kubelet hands its keys to every call and the bridge's
+  // rule passes them on as the node secrets. Different node secrets cannot be expressed.
+  for (const auto* other : {&*publish, &*controller_publish}) {
+    if (other->has_value() && stage->has_value() && !(**other == **stage)) {
+      return InvalidArgument(
+          "a FlexVolume PV carries one secretRef, but the class names "
+          "different node-stage, node-publish or controller-publish secrets");
+    }
+  }
+  plan->node_secret = stage->has_value()     ? *stage
+                      : publish->has_value() ? *publish
+                                             : *controller_publish;
+  auto expand = ResolveSecretRef(SecretKind::kControllerExpand, params, plan->pv_name, &claim);
+  if (!expand.ok()) return expand.status();
+  plan->controller_expand_secret = *expand;
+  return Status::Ok();
+}
+
+// The claim's capacity range and access modes, the latter as CSI capabilities with fsType.
+Status PlanCapacityAndCapabilities(const nlohmann::json& claim, ProvisionPlan* plan) {
+  FLEXCSI_RETURN_IF_ERROR(CapacityRangeFromClaim(claim, plan->request.mutable_capacity_range()));
+  plan->requested_bytes = plan->request.capacity_range().required_bytes();
+  const auto& modes = JField(JField(claim, "spec"), "accessModes");
+  if (modes.is_array()) {
+    for (const auto& m : modes) {
+      if (m.is_string()) plan->access_modes.push_back(m.get<std::string>());
+    }
+  }
+  return AddCapabilities(plan->access_modes, plan->fs_type,
+                         plan->request.mutable_volume_capabilities());
+}
+
+// The requisite segments, sorted and unique, and the preferred order: Immediate binding spreads
+// like external-provisioner; WaitForFirstConsumer prefers the node's segment.
+void SetAccessibilityRequirement(std::vector<TopologySegment> requisite, bool node_selected,
+                                 const std::string& claim_name,
+                                 csi::v1::CreateVolumeRequest* request) {
+  if (requisite.empty()) return;
+  const std::vector<TopologySegment> preferred =
+      node_selected ? requisite : PreferredOrder(requisite, claim_name);
+  std::sort(requisite.begin(), requisite.end());
+  requisite.erase(std::unique(requisite.begin(), requisite.end()), requisite.end());
+  auto* req = request->mutable_accessibility_requirements();
+  for (const auto& seg : requisite) {
+    auto* t = req->add_requisite();
+    for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
+  }
+  for (const auto& seg : preferred) {
+    auto* t = req->add_preferred();
+    for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
+  }
+}
+
+void SetContentSource(const ContentSource& source, csi::v1::CreateVolumeRequest* request) {
+  if (source.kind == ContentSource::kVolume) {
+    request->mutable_volume_content_source()->mutable_volume()->set_volume_id(source.id);
+  } else if (source.kind == ContentSource::kSnapshot) {
+    request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(source.id);
+  }
 }
 
 }  // namespace
@@ -125,177 +237,28 @@ Status AddCapabilities(const std::vector<std::string>& access_modes, const std::
   return Status::Ok();
 }
 
-StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann::json& claim,
-                                      const nlohmann::json& storage_class,
-                                      const nlohmann::json* node,
-                                      const std::vector<std::string>& topology_keys,
-                                      const ContentSource& source,
-                                      const TopologyOptions& topology) {
+StatusOr<ProvisionPlan> PlanProvision(const ProvisionInputs& in) {
   ProvisionPlan plan;
-  const auto& meta = JField(claim, "metadata");
+  const auto& meta = JField(in.claim, "metadata");
   const std::string uid = JStr(meta, "uid");
   if (uid.empty()) return InvalidArgument("the claim has no metadata.uid");
   plan.pv_name = "pvc-" + uid;
-  plan.storage_class = JStr(JField(storage_class, "metadata"), "name");
+  plan.storage_class = JStr(JField(in.storage_class, "metadata"), "name");
   plan.request.set_name(plan.pv_name);
-  const auto& spec = JField(claim, "spec");
+  FLEXCSI_RETURN_IF_ERROR(RefuseWhatFlexVolumeCannotBe(in.claim, in.storage_class, &plan));
 
-  if (JStr(spec, "volumeMode") == "Block") {
-    return InvalidArgument(
-        "volumeMode Block is not possible: FlexVolume PVs are filesystem "
-        "volumes only");
-  }
-  const auto& mount_options = JField(storage_class, "mountOptions");
-  if (mount_options.is_array() && !mount_options.empty()) {
-    return InvalidArgument("StorageClass " + plan.storage_class +
-                           " has mountOptions, which Kubernetes rejects on FlexVolume PVs; put "
-                           "the flags into the driver's mountFlags in the bridge configuration");
-  }
-  const std::string reclaim = JStr(storage_class, "reclaimPolicy");
-  if (!reclaim.empty()) plan.reclaim_policy = reclaim;
-  if (plan.reclaim_policy != "Delete" && plan.reclaim_policy != "Retain") {
-    return InvalidArgument("reclaimPolicy " + plan.reclaim_policy +
-                           " is not supported (Delete or Retain)");
-  }
+  auto params = ClassParameters(in.storage_class);
+  if (!params.ok()) return params.status();
+  FLEXCSI_RETURN_IF_ERROR(PassOnDriverParameters(*params, &plan.request));
+  plan.fs_type = FsTypeFor(*params, in.driver);
+  FLEXCSI_RETURN_IF_ERROR(ResolveSecrets(*params, in.claim, &plan));
+  FLEXCSI_RETURN_IF_ERROR(PlanCapacityAndCapabilities(in.claim, &plan));
 
-  std::map<std::string, std::string> params;
-  const auto& class_params = JField(storage_class, "parameters");
-  if (class_params.is_object()) {
-    for (auto it = class_params.begin(); it != class_params.end(); ++it) {
-      if (!it.value().is_string()) {
-        return InvalidArgument("StorageClass parameter " + it.key() + " is not a string");
-      }
-      params[it.key()] = it.value().get<std::string>();
-    }
-  }
-  static const std::set<std::string> kKnown = {
-      "csi.storage.k8s.io/fstype",
-      "csi.storage.k8s.io/secret-name",
-      "csi.storage.k8s.io/secret-namespace",
-      "csi.storage.k8s.io/provisioner-secret-name",
-      "csi.storage.k8s.io/provisioner-secret-namespace",
-      "csi.storage.k8s.io/controller-publish-secret-name",
-      "csi.storage.k8s.io/controller-publish-secret-namespace",
-      "csi.storage.k8s.io/node-stage-secret-name",
-      "csi.storage.k8s.io/node-stage-secret-namespace",
-      "csi.storage.k8s.io/node-publish-secret-name",
-      "csi.storage.k8s.io/node-publish-secret-namespace",
-      "csi.storage.k8s.io/controller-expand-secret-name",
-      "csi.storage.k8s.io/controller-expand-secret-namespace",
-      "csi.storage.k8s.io/node-expand-secret-name",
-      "csi.storage.k8s.io/node-expand-secret-namespace"};
-  for (const auto& [key, value] : params) {
-    if (IsProvisionerOnlyParameter(key)) {
-      // external-provisioner fails on unknown csi.storage.k8s.io/ keys too: a typo in a secret
-      // key would otherwise silently provision without the secret.
-      if (!kKnown.count(key)) {
-        return InvalidArgument("StorageClass parameter " + key +
-                               " is not a csi.storage.k8s.io/ key this provisioner knows");
-      }
-      continue;
-    }
-    (*plan.request.mutable_parameters())[key] = value;
-  }
-  plan.fs_type = params.count("csi.storage.k8s.io/fstype") ? params["csi.storage.k8s.io/fstype"]
-                 : params.count("fstype")                  ? params["fstype"]
-                                          : driver.mapping.rules().front().default_fs_type;
-
-  auto secret = ResolveSecretRef(SecretKind::kProvisioner, params, plan.pv_name, &claim);
-  if (!secret.ok()) return secret.status();
-  plan.provisioner_secret = *secret;
-  auto stage = ResolveSecretRef(SecretKind::kNodeStage, params, plan.pv_name, &claim);
-  if (!stage.ok()) return stage.status();
-  auto publish = ResolveSecretRef(SecretKind::kNodePublish, params, plan.pv_name, &claim);
-  if (!publish.ok()) return publish.status();
-  auto controller_publish =
-      ResolveSecretRef(SecretKind::kControllerPublish, params, plan.pv_name, &claim);
-  if (!controller_publish.ok()) return controller_publish.status();
-  // A FlexVolume PV has one secretRef; kubelet hands its keys to every call and the bridge's
-  // rule passes them on as the node secrets. Different node secrets cannot be expressed.
-  for (const auto* other : {&*publish, &*controller_publish}) {
-    if (other->has_value() && stage->has_value() && !(**other == **stage)) {
-      return InvalidArgument(
-          "a FlexVolume PV carries one secretRef, but the class names "
-          "different node-stage, node-publish or controller-publish secrets");
-    }
-  }
-  plan.node_secret = stage->has_value()     ? *stage
-                     : publish->has_value() ? *publish
-                                            : *controller_publish;
-  auto expand = ResolveSecretRef(SecretKind::kControllerExpand, params, plan.pv_name, &claim);
-  if (!expand.ok()) return expand.status();
-  plan.controller_expand_secret = *expand;
-
-  FLEXCSI_RETURN_IF_ERROR(CapacityRangeFromClaim(claim, plan.request.mutable_capacity_range()));
-  plan.requested_bytes = plan.request.capacity_range().required_bytes();
-  const auto& modes = JField(spec, "accessModes");
-  if (modes.is_array()) {
-    for (const auto& m : modes) {
-      if (m.is_string()) plan.access_modes.push_back(m.get<std::string>());
-    }
-  }
-  FLEXCSI_RETURN_IF_ERROR(
-      AddCapabilities(plan.access_modes, plan.fs_type, plan.request.mutable_volume_capabilities()));
-
-  auto allowed = AllowedSegments(storage_class);
-  if (!allowed.ok()) return allowed.status();
-  std::vector<TopologySegment> requisite;
-  if (!topology.supported) {
-    // No accessibility constraints: the driver is not told where, and the PV says nowhere.
-  } else if (node != nullptr && !topology_keys.empty()) {
-    const std::string node_name = JStr(JField(*node, "metadata"), "name");
-    const auto& labels = JField(JField(*node, "metadata"), "labels");
-    TopologySegment segment;
-    for (const auto& key : topology_keys) {
-      if (!labels.is_object() || !labels.contains(key) || !labels[key].is_string()) {
-        return InvalidArgument("selected node " + node_name + " has no topology label " + key +
-                               " (is the driver's node plugin registered there?)");
-      }
-      segment[key] = labels[key].get<std::string>();
-    }
-    if (!allowed->empty()) {
-      bool ok = false;
-      for (const auto& a : *allowed) ok |= Matches(segment, a);
-      if (!ok) {
-        return InvalidArgument("selected node " + node_name +
-                               " is outside the StorageClass's allowedTopologies");
-      }
-    }
-    requisite.push_back(segment);
-  } else if (!allowed->empty()) {
-    requisite = *allowed;
-  } else if (node == nullptr && topology.registered != nullptr &&
-             !topology.registered->keys.empty()) {
-    if (topology.registered->segments.empty()) {
-      std::string keys;
-      for (const auto& k : topology.registered->keys) keys += (keys.empty() ? "" : ", ") + k;
-      return FailedPrecondition("no node has the driver's topology labels (" + keys +
-                                "); is the driver registered on any node?");
-    }
-    requisite = topology.registered->segments;
-  }
-  if (!requisite.empty()) {
-    // Immediate: spread like external-provisioner; WaitForFirstConsumer: the node's segment.
-    const std::vector<TopologySegment> preferred =
-        node == nullptr ? PreferredOrder(requisite, JStr(meta, "name")) : requisite;
-    std::sort(requisite.begin(), requisite.end());
-    requisite.erase(std::unique(requisite.begin(), requisite.end()), requisite.end());
-    auto* req = plan.request.mutable_accessibility_requirements();
-    for (const auto& seg : requisite) {
-      auto* t = req->add_requisite();
-      for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
-    }
-    for (const auto& seg : preferred) {
-      auto* t = req->add_preferred();
-      for (const auto& [k, v] : seg) (*t->mutable_segments())[k] = v;
-    }
-  }
-
-  if (source.kind == ContentSource::kVolume) {
-    plan.request.mutable_volume_content_source()->mutable_volume()->set_volume_id(source.id);
-  } else if (source.kind == ContentSource::kSnapshot) {
-    plan.request.mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(source.id);
-  }
+  auto requisite = RequisiteTopology(in.storage_class, in.node, in.topology_keys, in.topology);
+  if (!requisite.ok()) return requisite.status();
+  SetAccessibilityRequirement(std::move(*requisite), in.node != nullptr, JStr(meta, "name"),
+                              &plan.request);
+  SetContentSource(in.source, &plan.request);
   return plan;
 }
 

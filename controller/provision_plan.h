@@ -24,7 +24,8 @@ inline constexpr const char* kAnnStorageProvisioner = "volume.kubernetes.io/stor
 inline constexpr const char* kAnnBetaStorageProvisioner =
     "volume.beta.kubernetes.io/storage-provisioner";
 inline constexpr const char* kAnnSelectedNode = "volume.kubernetes.io/selected-node";
-// Kubernetes 1.11's scheduler (alpha DynamicProvisioningScheduling) wrote this one; 1.12 renamed it.
+// Kubernetes 1.11's scheduler (alpha DynamicProvisioningScheduling) wrote this one; 1.12 renamed
+// it.
 inline constexpr const char* kAnnAlphaSelectedNode = "volume.alpha.kubernetes.io/selected-node";
 inline constexpr const char* kAnnProvisionedBy = "pv.kubernetes.io/provisioned-by";
 inline constexpr const char* kAnnDeletionSecretName =
@@ -66,26 +67,21 @@ std::string SelectedNode(const nlohmann::json& claim);
 bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
                             const std::string& provisioner);
 
-// How topology enters the plan (see topology.h for the rules).
-struct TopologyOptions {
-  // The driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability. Without it: no
-  // topology requirement at all (allowedTopologies and the selected node are not passed on).
-  bool supported = true;
-  // Immediate binding without allowedTopologies: where the driver is registered. With keys but
-  // no segments the plan fails (no node could use the volume).
-  const RegisteredTopology* registered = nullptr;
+// What one claim's plan is computed from, as the provisioner read it from the API.
+struct ProvisionInputs {
+  const DriverConfig& driver;  // its rule's default fsType fills in a class without one
+  const nlohmann::json& claim;
+  const nlohmann::json& storage_class;
+  const nlohmann::json* node = nullptr;  // the selected node; null for Immediate binding
+  // The driver's topology keys: CSINode topologyKeys, else NodeGetInfo's accessible topology.
+  std::vector<std::string> topology_keys = {};
+  ContentSource source = {};
+  TopologyOptions topology = {};  // see topology.h for the rules
 };
 
-// `node` is the selected node (null for Immediate binding); `topology_keys` the driver's topology
-// keys (CSINode topologyKeys, else NodeGetInfo's accessible topology); `default_fs_type` the
-// driver rule's. INVALID_ARGUMENT (shown on the claim as ProvisioningFailed) for anything the
-// class or claim asks that a FlexVolume PV of this driver cannot be.
-StatusOr<ProvisionPlan> PlanProvision(const DriverConfig& driver, const nlohmann::json& claim,
-                                      const nlohmann::json& storage_class,
-                                      const nlohmann::json* node,
-                                      const std::vector<std::string>& topology_keys,
-                                      const ContentSource& source,
-                                      const TopologyOptions& topology = {});
+// INVALID_ARGUMENT (shown on the claim as ProvisioningFailed) for anything the class or claim
+// asks that a FlexVolume PV of this driver cannot be.
+StatusOr<ProvisionPlan> PlanProvision(const ProvisionInputs& inputs);
 
 // The capacity range of a claim: requests.storage as required, limits.storage as limit.
 Status CapacityRangeFromClaim(const nlohmann::json& claim, csi::v1::CapacityRange* range);

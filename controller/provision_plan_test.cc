@@ -36,7 +36,7 @@ nlohmann::json Class() {
 
 TEST(ProvisionPlan, BuildsCreateVolumeLikeExternalProvisioner) {
   const BridgeConfig config = TestBridgeConfig();
-  auto plan = PlanProvision(config.drivers[0], Claim(), Class(), nullptr, {}, {});
+  auto plan = PlanProvision({config.drivers[0], Claim(), Class()});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pv_name, "pvc-1234-abcd");
   EXPECT_EQ(plan->request.name(), "pvc-1234-abcd");
@@ -58,7 +58,7 @@ TEST(ProvisionPlan, BuildsCreateVolumeLikeExternalProvisioner) {
 TEST(ProvisionPlan, FsTypeFallsBackToTheRuleDefault) {
   nlohmann::json sc = Class();
   sc["parameters"].erase("csi.storage.k8s.io/fstype");
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {}, {});
+  auto plan = PlanProvision({TestBridgeConfig().drivers[0], Claim(), sc});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->fs_type, "ext4");
 }
@@ -70,7 +70,7 @@ TEST(ProvisionPlan, SelectedNodeTopologyMustFitAllowedTopologies) {
       {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"node-1", "node-2"}}}}}}};
   nlohmann::json node = {
       {"metadata", {{"name", "node-2"}, {"labels", {{kTopologyKey, "node-2"}}}}}};
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
+  auto plan = PlanProvision({TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const auto& req = plan->request.accessibility_requirements();
   ASSERT_EQ(req.requisite_size(), 1);
@@ -78,14 +78,13 @@ TEST(ProvisionPlan, SelectedNodeTopologyMustFitAllowedTopologies) {
   ASSERT_EQ(req.preferred_size(), 1);
 
   node["metadata"]["labels"][kTopologyKey] = "node-9";
-  auto outside =
-      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
+  auto outside = PlanProvision({TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}});
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("allowedTopologies"), std::string::npos);
 
   node["metadata"].erase("labels");
   auto unlabeled =
-      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {});
+      PlanProvision({TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}});
   ASSERT_FALSE(unlabeled.ok());
   EXPECT_NE(unlabeled.status().message().find("no topology label"), std::string::npos);
 }
@@ -94,8 +93,7 @@ TEST(ProvisionPlan, AllowedTopologiesAloneBecomeRequisite) {
   nlohmann::json sc = Class();
   sc["allowedTopologies"] = {
       {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"a", "b"}}}}}}};
-  auto plan =
-      PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {});
+  auto plan = PlanProvision({TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->request.accessibility_requirements().requisite_size(), 2);
 }
@@ -104,33 +102,36 @@ TEST(ProvisionPlan, RefusesWhatAFlexVolumePVCannotBe) {
   const DriverConfig& driver = TestBridgeConfig().drivers[0];
   nlohmann::json sc = Class();
   sc["mountOptions"] = {"noatime"};
-  auto r = PlanProvision(driver, Claim(), sc, nullptr, {}, {});
+  auto r = PlanProvision({driver, Claim(), sc});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("mountOptions"), std::string::npos);
 
   nlohmann::json block = Claim();
   block["spec"]["volumeMode"] = "Block";
-  EXPECT_FALSE(PlanProvision(driver, block, Class(), nullptr, {}, {}).ok());
+  EXPECT_FALSE(PlanProvision({driver, block, Class()}).ok());
 
   nlohmann::json typo = Class();
   typo["parameters"]["csi.storage.k8s.io/node-stage-secret-nmae"] = "x";
-  auto t = PlanProvision(driver, Claim(), typo, nullptr, {}, {});
+  auto t = PlanProvision({driver, Claim(), typo});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("node-stage-secret-nmae"), std::string::npos);
 
   nlohmann::json small = Claim();
   small["spec"]["resources"]["limits"]["storage"] = "1Mi";
-  EXPECT_FALSE(PlanProvision(driver, small, Class(), nullptr, {}, {}).ok());
+  EXPECT_FALSE(PlanProvision({driver, small, Class()}).ok());
 
   nlohmann::json two = Class();
   two["parameters"]["csi.storage.k8s.io/node-publish-secret-name"] = "other";
   two["parameters"]["csi.storage.k8s.io/node-publish-secret-namespace"] = "ops";
-  EXPECT_FALSE(PlanProvision(driver, Claim(), two, nullptr, {}, {}).ok());
+  EXPECT_FALSE(PlanProvision({driver, Claim(), two}).ok());
 }
 
 TEST(ProvisionPlan, ContentSourceIsPassedOn) {
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), Class(), nullptr, {},
-                            {ContentSource::kSnapshot, "snap-1"});
+  const BridgeConfig config = TestBridgeConfig();
+  const nlohmann::json claim = Claim(), sc = Class();
+  ProvisionInputs inputs{config.drivers[0], claim, sc};
+  inputs.source = {ContentSource::kSnapshot, "snap-1"};
+  auto plan = PlanProvision(inputs);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->request.volume_content_source().snapshot().snapshot_id(), "snap-1");
 }
@@ -160,8 +161,8 @@ TEST(ProvisionPlan, ImmediateClaimGetsTheRegisteredNodesAsRequisite) {
   RegisteredTopology registered{{kTopologyKey}, {{{kTopologyKey, "n2"}}, {{kTopologyKey, "n1"}}}};
   TopologyOptions topology;
   topology.registered = &registered;
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), Class(), nullptr,
-                            {kTopologyKey}, {}, topology);
+  auto plan = PlanProvision(
+      {TestBridgeConfig().drivers[0], Claim(), Class(), nullptr, {kTopologyKey}, {}, topology});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const auto& req = plan->request.accessibility_requirements();
   ASSERT_EQ(req.requisite_size(), 2);
@@ -176,8 +177,8 @@ TEST(ProvisionPlan, ImmediateClaimFailsWhenTheDriverIsRegisteredNowhere) {
   RegisteredTopology registered{{kTopologyKey}, {}};
   TopologyOptions topology;
   topology.registered = &registered;
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), Class(), nullptr,
-                            {kTopologyKey}, {}, topology);
+  auto plan = PlanProvision(
+      {TestBridgeConfig().drivers[0], Claim(), Class(), nullptr, {kTopologyKey}, {}, topology});
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("is the driver registered on any node"), std::string::npos)
       << plan.status().message();
@@ -185,9 +186,10 @@ TEST(ProvisionPlan, ImmediateClaimFailsWhenTheDriverIsRegisteredNowhere) {
   nlohmann::json sc = Class();
   sc["allowedTopologies"] = {
       {{"matchLabelExpressions", {{{"key", kTopologyKey}, {"values", {"a"}}}}}}};
-  EXPECT_TRUE(PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {},
-                            topology)
-                  .ok());
+  EXPECT_TRUE(
+      PlanProvision(
+          {TestBridgeConfig().drivers[0], Claim(), sc, nullptr, {kTopologyKey}, {}, topology})
+          .ok());
 }
 
 TEST(ProvisionPlan, DriverWithoutAccessibilityConstraintsGetsNoTopology) {
@@ -197,8 +199,8 @@ TEST(ProvisionPlan, DriverWithoutAccessibilityConstraintsGetsNoTopology) {
   nlohmann::json node = {{"metadata", {{"name", "bare"}}}};  // unlabelled: would fail
   TopologyOptions topology;
   topology.supported = false;
-  auto plan = PlanProvision(TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {},
-                            topology);
+  auto plan = PlanProvision(
+      {TestBridgeConfig().drivers[0], Claim(), sc, &node, {kTopologyKey}, {}, topology});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(plan->request.has_accessibility_requirements());
 }

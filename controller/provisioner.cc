@@ -226,12 +226,13 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     Failed(claim, class_name, supported.status());
     return supported.status();
   }
-  TopologyOptions topology;
-  topology.supported = *supported;
-  std::vector<std::string> keys;
+  ProvisionInputs inputs{driver, claim, sc};
+  inputs.node = node ? &*node : nullptr;
+  inputs.source = *source;
+  inputs.topology.supported = *supported;
   std::optional<RegisteredTopology> registered;
   if (*supported) {
-    keys = ctx_.TopologyKeys(driver, node_name);
+    inputs.topology_keys = ctx_.TopologyKeys(driver, node_name);
     if (node_name.empty()) {
       auto r = ctx_.RegisteredTopologyOf(driver);
       if (!r.ok()) {
@@ -239,10 +240,10 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
         return r.status();
       }
       registered = std::move(*r);
-      topology.registered = &*registered;
+      inputs.topology.registered = &*registered;
     }
   }
-  auto plan = PlanProvision(driver, claim, sc, node ? &*node : nullptr, keys, *source, topology);
+  auto plan = PlanProvision(inputs);
   if (!plan.ok()) {
     Failed(claim, class_name, plan.status());
     return plan.status();

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/json_access.h"
+#include "common/status.h"
 
 namespace flexcsi::controller {
 namespace {
@@ -39,6 +40,76 @@ uint32_t Fnv1(const std::string& text) {
     h ^= c;
   }
   return h;
+}
+
+// allowedTopologies -> the list of topology segments it permits (cartesian product of each
+// term's matchLabelExpressions values).
+StatusOr<std::vector<TopologySegment>> AllowedSegments(const nlohmann::json& storage_class) {
+  std::vector<TopologySegment> out;
+  const auto& terms = JField(storage_class, "allowedTopologies");
+  if (!terms.is_array()) return out;
+  for (const auto& term : terms) {
+    std::vector<TopologySegment> combos = {{}};
+    const auto& exprs = JField(term, "matchLabelExpressions");
+    if (!exprs.is_array()) continue;
+    for (const auto& expr : exprs) {
+      const std::string key = JStr(expr, "key");
+      const auto& values = JField(expr, "values");
+      if (key.empty() || !values.is_array() || values.empty()) {
+        return InvalidArgument(
+            "allowedTopologies: every matchLabelExpressions entry needs a key "
+            "and values");
+      }
+      std::vector<TopologySegment> next;
+      for (const auto& c : combos) {
+        for (const auto& v : values) {
+          auto copy = c;
+          copy[key] = v.is_string() ? v.get<std::string>() : v.dump();
+          next.push_back(copy);
+        }
+      }
+      combos = std::move(next);
+    }
+    for (auto& c : combos) {
+      if (!c.empty()) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+// True when `segment` has no key whose value differs from `allowed`'s.
+bool SegmentWithinAllowed(const TopologySegment& segment, const TopologySegment& allowed) {
+  for (const auto& [k, v] : allowed) {
+    auto it = segment.find(k);
+    if (it != segment.end() && it->second != v) return false;
+  }
+  return true;
+}
+
+// WaitForFirstConsumer: the selected node's labels for the driver's keys, which must lie within
+// allowedTopologies when the class has any.
+StatusOr<TopologySegment> SelectedNodeSegment(const nlohmann::json& node,
+                                              const std::vector<std::string>& topology_keys,
+                                              const std::vector<TopologySegment>& allowed) {
+  const std::string node_name = JStr(JField(node, "metadata"), "name");
+  const auto& labels = JField(JField(node, "metadata"), "labels");
+  TopologySegment segment;
+  for (const auto& key : topology_keys) {
+    if (!labels.is_object() || !labels.contains(key) || !labels[key].is_string()) {
+      return InvalidArgument("selected node " + node_name + " has no topology label " + key +
+                             " (is the driver's node plugin registered there?)");
+    }
+    segment[key] = labels[key].get<std::string>();
+  }
+  if (!allowed.empty()) {
+    bool ok = false;
+    for (const auto& a : allowed) ok |= SegmentWithinAllowed(segment, a);
+    if (!ok) {
+      return InvalidArgument("selected node " + node_name +
+                             " is outside the StorageClass's allowedTopologies");
+    }
+  }
+  return segment;
 }
 
 }  // namespace
@@ -97,6 +168,35 @@ std::vector<TopologySegment> PreferredOrder(std::vector<TopologySegment> requisi
   const size_t shift = (Fnv1(base) + ordinal) % requisite.size();
   std::rotate(requisite.begin(), requisite.begin() + static_cast<long>(shift), requisite.end());
   return requisite;
+}
+
+StatusOr<std::vector<TopologySegment>> RequisiteTopology(
+    const nlohmann::json& storage_class, const nlohmann::json* node,
+    const std::vector<std::string>& topology_keys, const TopologyOptions& options) {
+  // A malformed allowedTopologies is refused even for a driver that would not be told.
+  auto allowed = AllowedSegments(storage_class);
+  if (!allowed.ok()) return allowed.status();
+  if (!options.supported) {
+    // No accessibility constraints: the driver is not told where, and the PV says nowhere.
+    return std::vector<TopologySegment>{};
+  }
+  if (node != nullptr && !topology_keys.empty()) {
+    auto segment = SelectedNodeSegment(*node, topology_keys, *allowed);
+    if (!segment.ok()) return segment.status();
+    return std::vector<TopologySegment>{*segment};
+  }
+  if (!allowed->empty()) return *allowed;
+  const RegisteredTopology* registered = options.registered;
+  if (node == nullptr && registered != nullptr && !registered->keys.empty()) {
+    if (registered->segments.empty()) {
+      std::string keys;
+      for (const auto& k : registered->keys) keys += (keys.empty() ? "" : ", ") + k;
+      return FailedPrecondition("no node has the driver's topology labels (" + keys +
+                                "); is the driver registered on any node?");
+    }
+    return registered->segments;
+  }
+  return std::vector<TopologySegment>{};
 }
 
 std::vector<std::string> NodesMatchingTopology(

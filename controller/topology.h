@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "csi.pb.h"
 
 namespace flexcsi::controller {
@@ -25,6 +26,25 @@ struct RegisteredTopology {
   std::vector<std::string> keys;          // the driver's topology keys
   std::vector<TopologySegment> segments;  // one per registered node with all keys, sorted, unique
 };
+
+// How topology enters a provisioning plan.
+struct TopologyOptions {
+  // The driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability. Without it: no
+  // topology requirement at all (allowedTopologies and the selected node are not passed on).
+  bool supported = true;
+  // Immediate binding without allowedTopologies: where the driver is registered. With keys but
+  // no segments the plan fails (no node could use the volume).
+  const RegisteredTopology* registered = nullptr;
+};
+
+// The segments a new volume must be accessible from (the three cases above, unsorted; empty for
+// no requirement). `node` is the selected node (null for Immediate binding), `topology_keys` the
+// driver's keys. INVALID_ARGUMENT for a malformed allowedTopologies or a selected node without
+// the driver's labels or outside allowedTopologies; FAILED_PRECONDITION when the driver has keys
+// but is registered on no node.
+StatusOr<std::vector<TopologySegment>> RequisiteTopology(
+    const nlohmann::json& storage_class, const nlohmann::json* node,
+    const std::vector<std::string>& topology_keys, const TopologyOptions& options);
 
 // `nodes` and `csinodes` are the items of a Node and a CSINode list (csinodes may be empty: the
 // cluster predates CSINode, 1.9-1.13). Keys: the driver's topologyKeys in the first CSINode that

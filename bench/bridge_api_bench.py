@@ -85,8 +85,10 @@ def main():
         finally:
             for p in plugins:
                 p.stop()
-        events = [e for e in audit_events_between(c, began - 1, steady_to)
-                  if e["user"].get("username") == BRIDGE_USER]
+        # one event per request: a watch is logged when its response starts and again when
+        # it ends
+        events = list({e["auditID"]: e for e in audit_events_between(c, began - 1, steady_to)
+                       if e["user"].get("username") == BRIDGE_USER}.values())
         start = [e for e in events if received(e) < steady_from]
         steady = [e for e in events if received(e) >= steady_from]
         nodes, hours = len(c.nodes), (steady_to - steady_from) / 3600

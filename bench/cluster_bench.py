@@ -33,7 +33,9 @@ def bench_cluster(script, keep=False, nodes=1):
     except assets.AssetsMissing as e:
         print("SKIP: " + str(e))
         sys.exit(SKIP)
-    namespace.enter_private_namespaces([os.path.abspath(script), *sys.argv[1:]])
+    # several nodes: each in a network namespace of its own, made inside a private one
+    namespace.enter_private_namespaces([os.path.abspath(script), *sys.argv[1:]],
+                                       network=nodes > 1)
     # Kubernetes' own claim sync period (the tests' cluster makes it 5 s): the migrate
     # benchmarks measure a move as a real cluster paces it
     c = kube_cluster.Cluster(bin_dir, keep=keep, nodes=nodes,

@@ -19,7 +19,8 @@ constexpr int kConflictRetries = 5;
 constexpr milliseconds kFirstRetry = seconds(1);
 constexpr milliseconds kMaxRetry = std::chrono::minutes(5);
 constexpr seconds kPollDrivers = seconds(5);      // NodeGetInfo: cheap, local
-constexpr seconds kRecheckCluster = seconds(60);  // someone may have edited the objects
+// Without a watch (RBAC of an older release: no list/watch), someone may have edited the objects
+constexpr seconds kRecheckCluster = seconds(60);
 
 kube::ResourcePath NodePath(const std::string& name) {
   return kube::ResourcePath::Core("nodes").Named(name);
@@ -177,6 +178,15 @@ RegistrationAccess ResolveRegistrationAccess(const BridgeConfig& config) {
 NodeRegistrar::NodeRegistrar(const BridgeConfig& config, CsiClients& clients,
                              RegistrationAccess access)
     : config_(config), clients_(clients), access_(std::move(access)) {
+  if (access_.client) {
+    watch_ = std::make_unique<RegistrationWatch>(*access_.client, access_.node_name, [this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        woken_ = true;
+      }
+      cv_.notify_all();
+    });
+  }
   for (const auto& d : config_.drivers) {
     DriverState& state = states_[d.csi_endpoint];
     state.driver = d.CsiDriver();
@@ -212,6 +222,7 @@ void NodeRegistrar::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watch_) watch_->Stop();
 }
 
 json NodeRegistrar::Snapshot() const {
@@ -231,6 +242,10 @@ json NodeRegistrar::Snapshot() const {
 void NodeRegistrar::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
+    woken_ = false;
+    lock.unlock();
+    KeepWatching();
+    lock.lock();
     for (auto& [endpoint, state] : states_) {
       DriverState copy = state;
       lock.unlock();
@@ -239,8 +254,45 @@ void NodeRegistrar::Run() {
       state = copy;
       if (stop_) return;
     }
-    cv_.wait_for(lock, kPollDrivers, [this] { return stop_; });
+    cv_.wait_for(lock, kPollDrivers, [this] { return stop_ || woken_; });
   }
+}
+
+void NodeRegistrar::KeepWatching() {
+  if (watch_refused_) return;
+  if (!watch_->Started()) {
+    // Discovery failed (API server unreachable): registration reports the same; try again.
+    if (!watch_->Start().ok()) return;
+  }
+  const Status why = watch_->LastError();
+  if (why.code() != Code::kPermissionDenied) return;
+  // A failing list would be retried every 30 s, more requests than the timed check.
+  watch_->Stop();
+  watch_refused_ = true;
+  spdlog::warn(
+      "cannot watch node {}'s Node and CSINode ({}); reading the drivers' registration back "
+      "every {} s instead. Grant list and watch on nodes and csinodes (deploy/kubernetes/base/"
+      "node/rbac.yaml)",
+      access_.node_name, why.ToString(), kRecheckCluster.count());
+}
+
+bool NodeRegistrar::RegistrationMayHaveChanged(DriverState& state, const DriverNodeInfo& want,
+                                               Clock::time_point now) {
+  if (!watch_refused_) {
+    const uint64_t generation = watch_->Generation();  // before Current: never skip an event
+    if (generation == state.checked_generation) return false;
+    auto seen = watch_->Current();
+    if (!seen) return false;  // not listed yet: the events to come say when to look
+    state.checked_generation = generation;
+    RegisteredDriver cached = ReadRegistration(seen->node, seen->csinode, want);
+    cached.csinode_served = !seen->csinode.is_null();
+    // A mismatch may be the watch not having streamed our own last write yet: the caller
+    // confirms it with a read before writing again.
+    return !cached.Matches(want);
+  }
+  if (now < state.next_check) return false;
+  state.next_check = now + kRecheckCluster;
+  return true;
 }
 
 void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state) {
@@ -266,13 +318,10 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
   }
   state.driver = want.driver;
   const bool changed = !state.registered || !(*state.registered == want);
-  if (!changed && now < state.next_check) return;
+  if (!changed && !RegistrationMayHaveChanged(state, want, now)) return;
   if (!changed) {
     auto seen = InspectDriverRegistration(*access_.client, access_.node_name, want);
-    if (seen.ok() && seen->Matches(want)) {
-      state.next_check = now + kRecheckCluster;
-      return;
-    }
+    if (seen.ok() && seen->Matches(want)) return;
     spdlog::warn(
         "driver {}: its registration on node {} changed in the cluster{}; writing it "
         "again",
@@ -292,7 +341,7 @@ void NodeRegistrar::SyncEndpoint(const std::string& endpoint, DriverState& state
     state.message = "node id " + want.node_id;
     state.attempts = 0;
     state.delay = milliseconds(0);
-    state.next_check = now + kRecheckCluster;
+    state.next_check = now + kRecheckCluster;  // without a watch
     return;
   }
   ++state.attempts;

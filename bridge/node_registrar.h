@@ -5,7 +5,8 @@
 //
 // A background thread asks each driver for NodeGetInfo every few seconds; whenever the answer
 // differs from what it last registered (first start, a driver restarted with another node id, a
-// new socket) or a periodic re-check finds the API objects changed, it writes them again.
+// new socket) or the API objects changed (RegistrationWatch streams them; where the RBAC allows
+// no watch, they are read back every 60 s), it writes them again.
 // Failures are retried per driver with exponential backoff (1 s to 5 min) and never block a
 // mount. Without cluster access the bridge says so once and keeps serving mounts.
 #pragma once
@@ -24,6 +25,7 @@
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_context.h"
 #include "bridge/node_info_rules.h"
+#include "bridge/registration_watch.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi {
@@ -75,10 +77,17 @@ class NodeRegistrar {
     std::string message;
     int attempts = 0;
     std::chrono::steady_clock::time_point next_attempt{};
-    std::chrono::steady_clock::time_point next_check{};
+    std::chrono::steady_clock::time_point next_check{};  // without a watch
+    uint64_t checked_generation = 0;                      // with one
     std::chrono::milliseconds delay{0};
   };
   void Run();
+  // Starts the watch, or gives it up for the timed check where the RBAC refuses it.
+  void KeepWatching();
+  // Whether the cluster's copy of a registration already made may have changed since the last
+  // look: the watch saw an event that leaves it not matching, or (no watch) 60 s went by.
+  bool RegistrationMayHaveChanged(DriverState& state, const DriverNodeInfo& want,
+                                  std::chrono::steady_clock::time_point now);
   void SyncEndpoint(const std::string& endpoint, DriverState& state);
 
   const BridgeConfig& config_;
@@ -87,7 +96,10 @@ class NodeRegistrar {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool woken_ = false;  // the watch saw an event; guarded by mu_
   std::map<std::string, DriverState> states_;  // by CSI endpoint; guarded by mu_
+  std::unique_ptr<RegistrationWatch> watch_;    // null without cluster access
+  bool watch_refused_ = false;                  // Run's thread only
   std::thread thread_;
 };
 

@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -178,6 +179,58 @@ class NodeSuite(unittest.TestCase):
                   if e.get("responseStatus", {}).get("code", 200) in (401, 403)
                   or (not served and e.get("responseStatus", {}).get("code", 200) >= 400)]
         self.assertEqual(failed, [], "the bridge's requests that failed")
+
+    def test_0_registration_edited_is_written_again(self):
+        """The bridge watches its node's Node and CSINode (issue #36: no reads by the clock) and
+        writes back what someone removed: the topology label and the node-id annotation, twice
+        in a row. The watch is granted by the node's RBAC, so it is never refused; without it
+        the bridge would read back every 60 s and restore each edit after up to a minute."""
+        c = clustertest.CLUSTER
+        want = {csi_driver(shape): c.node_name for shape in SHAPES}
+        wait_for("every driver's label and node-id annotation",
+                 lambda: registered_node_ids() == want, 60)
+        restored_after = []
+        for edit in ({"labels": {TOPOLOGY_KEY: None}}, {"annotations": {NODE_ID_ANNOTATION: None}}):
+            c.kubectl("patch", "node", c.node_name, "--type", "merge",
+                      "-p", json.dumps({"metadata": edit}))
+            began = time.monotonic()
+            wait_for("the registration written again after %s" % json.dumps(edit),
+                     lambda: registered_node_ids() == want, 60)
+            restored_after.append(time.monotonic() - began)
+        print("    registration restored %s s after each edit" % ", ".join(
+            "%.1f" % s for s in restored_after), flush=True)
+        # both within 20 s: a 60 s timer would manage that for both edits one time in nine
+        self.assertLess(max(restored_after), 20, "the bridge did not see the edits as they came")
+        bridge_requests = [e for e in c.audit_events()
+                           if e["user"].get("username") == BRIDGE_USER]
+        watched = {e["objectRef"]["resource"] for e in bridge_requests
+                   if e["verb"] == "watch" and e.get("responseStatus", {}).get("code", 200) < 400}
+        self.assertIn("nodes", watched)
+        self.assertEqual("csinodes" in watched, c.version.serves_csinode)
+
+    def test_0_registration_kept_without_watch_rights(self):
+        """A bridge of this release under the node Role of 0.1.0 (no list or watch: a rollout
+        that has not applied the new RBAC yet) says once why it cannot watch, keeps its drivers
+        registered and serves on; it reads them back by the clock (60 s) instead."""
+        c = clustertest.CLUSTER
+        role = get("clusterrole", "flexcsi-node")
+        rules = [dict(rule, verbs=[v for v in rule["verbs"] if v not in ("list", "watch")])
+                 for rule in role["rules"]]
+        try:
+            c.kubectl("replace", "-f", "-", input=json.dumps({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "flexcsi-node"}, "rules": rules}))
+            PLUGINS.kill_bridge(signal.SIGTERM)
+            PLUGINS.start_bridge()
+            wait_for("the bridge saying it cannot watch", lambda: "cannot watch node" in
+                     PLUGINS.procs["bridge"].tail(200), 60)
+            want = {csi_driver(shape): c.node_name for shape in SHAPES}
+            wait_for("the drivers registered", lambda: registered_node_ids() == want, 60)
+            self.assertEqual(PLUGINS.procs["bridge"].tail(200).count("cannot watch node"), 1)
+        finally:
+            c.kubectl("apply", "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+            PLUGINS.kill_bridge(signal.SIGTERM)
+            PLUGINS.start_bridge()
 
     def test_1_two_pods_rw_with_fsgroup_and_read_only(self):
         def run(shape):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a previous release's binaries from git history into a cache shared by every test run:
 #   build_release.sh <repo> [binary...]        (binaries: flexexec flexcsi-bridge
-#                                               flexcsi-migrate; default the first two)
+#                                               flexcsi-migrate flexcsi-controller; default
+#                                               the first two)
 # The release is the newest `## X.Y.Z — commit <sha>` heading of <repo>/CHANGELOG.md (the
 # unreleased section above it names no commit). Prints the directory whose bin/ holds the
 # binaries; its VERSION file names the release and commit.
@@ -28,6 +29,7 @@ declare -A parts_of=(
   [flexexec]="common;flexexec"
   [flexcsi-bridge]="proto;common;translator;kube;bridge"
   [flexcsi-migrate]="common;translator;kube;migrate"
+  [flexcsi-controller]="proto;common;translator;kube;bridge;controller"
 )
 for b in "${binaries[@]}"; do
   [[ -n ${parts_of[$b]:-} ]] || die "no parts known for binary '$b'"

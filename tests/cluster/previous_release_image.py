@@ -32,9 +32,12 @@ def release_binaries():
     newest `## X.Y.Z — commit <sha>` heading of CHANGELOG.md, looked up as that script does
     (same knobs: FLEXCSI_UPGRADE_REPO, FLEXCSI_RELEASE_CACHE), without building anything."""
     repo = os.environ.get("FLEXCSI_UPGRADE_REPO") or REPO
-    with open(os.path.join(repo, "CHANGELOG.md")) as f:
-        heading = re.search(r"^## (\d+\.\d+\.\d+) — commit ([0-9a-f]{7,40})\b", f.read(),
-                            re.MULTILINE)
+    try:
+        with open(os.path.join(repo, "CHANGELOG.md")) as f:
+            heading = re.search(r"^## (\d+\.\d+\.\d+) — commit ([0-9a-f]{7,40})\b",
+                                f.read(), re.MULTILINE)
+    except OSError as e:
+        raise Missing("no CHANGELOG.md to name the release: %s" % e)
     if not heading:
         raise Missing("CHANGELOG.md names no release commit")
     release, short = heading.groups()

@@ -137,6 +137,11 @@ std::string CapabilityKey(const VolumeCapability& capability) {
   return key;
 }
 
+std::map<std::string, std::string> ParametersAsMap(
+    const google::protobuf::Map<std::string, std::string>& parameters) {
+  return std::map<std::string, std::string>(parameters.begin(), parameters.end());
+}
+
 StatusOr<std::string> FsTypeFromParameters(const std::map<std::string, std::string>& parameters) {
   std::string fs_type = kDefaultFsType;
   for (const auto& [key, value] : parameters) {

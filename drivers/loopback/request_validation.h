@@ -68,6 +68,10 @@ StatusOr<int64_t> ParseMountGroup(const std::string& group);
 // in the idempotency rules). Mount flags are order-insensitive.
 std::string CapabilityKey(const csi::v1::VolumeCapability& capability);
 
+// A request's parameters as the ordered map FsTypeFromParameters reads and a VolumeRecord keeps.
+std::map<std::string, std::string> ParametersAsMap(
+    const google::protobuf::Map<std::string, std::string>& parameters);
+
 // Validates CreateVolume parameters and returns the filesystem they select (default ext4).
 // Unknown keys are INVALID_ARGUMENT, except the csi.storage.k8s.io/ ones a CO may add.
 StatusOr<std::string> FsTypeFromParameters(const std::map<std::string, std::string>& parameters);

@@ -75,6 +75,11 @@ struct InstalledFlexexec {
   FoundVersion found;
   std::string reinstall;  // the install-driver command that replaces it with this release's
 };
+// The path kubelet runs for `driver`: <plugindir>/<vendor~name>/<name>.
+std::string InstalledExecutable(const std::string& plugin_dir, const DriverConfig& driver);
+// What puts this flexcsi's flexexec and flexcsi.json into the plugin dir for `driver`.
+std::string ReinstallCommand(const std::string& plugin_dir, const DriverConfig& driver,
+                             const std::string& config_path);
 // "flexexec version <d>" for each, then, when the bridge answered, "bridge version" and
 // "version skew" (PASS when every flexexec is of the bridge's release, else one WARN naming
 // each pair and what finishes the upgrade).

@@ -10,6 +10,11 @@ Prints figures; asserts nothing about time.
 
     FLEXCSI_KUBE_ASSETS=../shared/kube-assets [FLEXCSI_BUILD_DIR=build] \\
         bench/migrate_scale_bench.py [--claims 1000] [--second-parallel 64] [--second-qps Q]
+        [--nodes 1000] [--flexcsi OTHER-BUILD]
+
+Before each apply, `migrate plan` and `migrate plan --leftovers` of the same namespace are
+timed, with their peak RSS and requests. --nodes adds that many Node objects (no kubelet: migrate
+only lists them), so that the per-PV lists of nodes cost what they cost on a big cluster.
 
 The claims are created by concurrent POSTs straight to the API server (kubectl's own client-side
 limit, 5 requests/s, would take minutes for 2,000 objects)."""
@@ -112,6 +117,42 @@ def make_claims(api, ns, count):
     return {c["metadata"]["name"]: c["metadata"]["uid"] for c in api.claims(ns)}
 
 
+def make_nodes(api, count, workers=16):
+    """`count` Node objects (no kubelet behind them; the node lifecycle controller only marks
+    them NotReady), each with a volumesAttached entry as a busy node has one."""
+    started = time.monotonic()
+
+    def create(i):
+        name = "bench-node-%05d" % i
+        api.call("POST", "/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(create, range(count)))
+    print("%d nodes created in %.1f s" % (count, time.monotonic() - started), flush=True)
+
+
+def run_plans(c, flexcsi, rules, ns):
+    """`migrate plan` and `plan --leftovers` of `ns`: time, peak RSS, requests (audit log)."""
+    for extra in ([], ["--leftovers"]):
+        command = [flexcsi, "migrate", "plan", "-n", ns, "--rules", rules, "--kubeconfig",
+                   c.kubeconfig, "-o", "json", *extra]
+        wall_start = time.time()
+        started = time.monotonic()
+        p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        out = p.stdout.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.monotonic() - started
+        events = [e for e in audit_events_between(c, wall_start, time.time())
+                  if e.get("userAgent", "").startswith("flexcsi")]
+        kinds = collections.Counter("%s %s" % (e["verb"], e.get("objectRef", {}).get(
+            "resource", "(discovery)")) for e in events)
+        print("plan%s: %.2f s, peak RSS %.1f MiB, exit %d, %d bytes out, %d requests (%s)"
+              % (" --leftovers" if extra else "", seconds, usage.ru_maxrss / 1024,
+                 os.waitstatus_to_exitcode(status), len(out), len(events),
+                 ", ".join("%s %d" % kv for kv in sorted(kinds.items()))), flush=True)
+
+
 def check_moved(api, ns, uids):
     """Every claim of `ns` Bound to its own PV, which is now CSI, claim uid unchanged."""
     claims = {c["metadata"]["name"]: c for c in api.claims(ns)}
@@ -203,7 +244,15 @@ def run_migrate(c, flexcsi, rules, ns, extra):
         r = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
     seconds, wall_end = time.monotonic() - started, time.time()
     try:
-        outcomes = json.loads(r.stdout).get("summary", {})
+        report_json = json.loads(r.stdout)
+        outcomes = report_json.get("summary", {})
+        # why PVs failed, by step and message less the names (one line each, most common first)
+        why = collections.Counter(
+            "%s: %s" % (x.get("step"), " ".join(w for w in x.get("message", "").split()
+                                                 if ns not in w)[:160])
+            for x in report_json.get("results", []) if x.get("result") != "moved")
+        if why:
+            outcomes = dict(outcomes, why=why.most_common(5))
     except ValueError:
         outcomes = {"unreadable report": r.stdout[-200:]}
     with open(log.name) as f:
@@ -238,8 +287,10 @@ def main():
                         help="--qps of the second run (default: flexcsi's default)")
     parser.add_argument("--second-burst", type=int, default=None)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--nodes", type=int, default=0, help="Node objects to add")
+    parser.add_argument("--flexcsi", help="the flexcsi binary (default: this build's)")
     args = parser.parse_args()
-    flexcsi = flexcsi_binary()
+    flexcsi = os.path.abspath(args.flexcsi) if args.flexcsi else flexcsi_binary()
     failed = False
     with bench_cluster(__file__, keep=args.keep) as c:
         api = Api(c)
@@ -251,6 +302,8 @@ def main():
         with open(rules, "w") as f:
             json.dump({"flexVolumeRules": [{"flexDriver": FLEX_DRIVER, "csiDriver": CSI_DRIVER,
                                             "volumeHandle": {"fromOption": "volumeID"}}]}, f)
+        if args.nodes:
+            make_nodes(api, args.nodes)
         runs = [("defaults", [])]
         if args.second_parallel:
             extra = ["--parallel", str(args.second_parallel)]
@@ -261,6 +314,7 @@ def main():
             runs.append(("high", extra))
         for ns, extra in runs:
             uids = make_claims(api, ns, args.claims)
+            run_plans(c, flexcsi, rules, ns)
             seconds, code, outcomes, events, command, own = run_migrate(c, flexcsi, rules, ns,
                                                                          extra)
             report(ns, args.claims, seconds, code, outcomes,

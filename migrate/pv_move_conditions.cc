@@ -211,9 +211,12 @@ Status PvMover::Run::WaitBound(PvKind expected) {
           return FailedPrecondition(std::string("PV ") + pv_name_ + " is " +
                                     KindName(Classify(*live)) + " while waiting for binding");
         }
-        return Str(*claim, kPhase) == "Bound" &&
-               Str(*claim, "/spec/volumeName"_json_pointer) == pv_name_ &&
-               Str(**live, kPhase) == "Bound" && Str(**live, kClaimRefUid) == UidOf(*claim);
+        const bool pv_bound = Str(**live, kPhase) == "Bound" &&
+                              Str(**live, kClaimRefUid) == UidOf(*claim) &&
+                              Str(*claim, "/spec/volumeName"_json_pointer) == pv_name_;
+        if (pv_bound && Str(*claim, kPhase) == "Bound") return true;
+        if (pv_bound) RequestClaimSync(*claim);
+        return false;
       },
       "claim " + rec_.ClaimKey() + " to be Bound to PV " + pv_name_);
 }

@@ -7,8 +7,10 @@
 //   pv_move_conditions.cc   what steps read and wait for: fresh plan, pods, attachments, binding
 //   pv_move_pv_writes.cc    the PV writes: read-modify-write, the guarded delete, create
 //   pv_move_workloads.cc    recording, scaling down and restoring the claim's workloads
+//   pv_move_claim_sync.cc   the annotation that has the PV controller sync the claim at once
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -28,6 +30,9 @@ using nlohmann::json;
 inline const json::json_pointer kReclaim("/spec/persistentVolumeReclaimPolicy");
 inline const json::json_pointer kClaimRefUid("/spec/claimRef/uid");
 inline const json::json_pointer kPhase("/status/phase");
+
+// The annotation RequestClaimSync writes on a claim: "<pv> <unix ms>" of its latest request.
+inline constexpr const char* kClaimSyncAnnotation = "flexcsi.io/claim-sync-requested";
 
 inline ResourcePath Pvs() { return ResourcePath::Core("persistentvolumes"); }
 
@@ -134,6 +139,10 @@ class PvMover::Run {
   Status WaitBound(PvKind expected);
   Status WaitNotBound();
   Status Wait(const std::function<StatusOr<bool>()>& done, const std::string& what);
+  // Has the PV controller sync `claim` now instead of at its next periodic sync, by writing
+  // kClaimSyncAnnotation; at most every few seconds. Best effort (pv_move_claim_sync.cc says
+  // why it is safe). REQUIRES: the PV is Bound to `claim` (phase Bound, claimRef.uid).
+  void RequestClaimSync(const json& claim);
 
   // --- the Secret of a rule that derives secrets (pv_move_secret.cc) ---
   // The Secret the target PV names that migrate writes (translator WrittenSecretName), if any.
@@ -187,6 +196,8 @@ class PvMover::Run {
   // this run only checks and waits. Apply: whenever the row names a group (an apply member is
   // always resumed with its group). Rollback: when this run rolls back with its group.
   bool group_scales_ = false;
+  bool claim_sync_requested_ = false;
+  std::chrono::steady_clock::time_point last_claim_sync_;
 };
 
 }  // namespace flexcsi::migrate

@@ -51,8 +51,9 @@
 // decides (PVs are recognised by their volume source, not by a remembered state), so a resume
 // after kill -9 never repeats a write blindly. Writes of PVs are read-modify-write updates that
 // carry resourceVersion; a 409 Conflict is answered by re-reading and deciding again. No PV is
-// deleted unless a fresh read shows reclaim Retain, and never without a uid precondition; a
-// claim is never written at all.
+// deleted unless a fresh read shows reclaim Retain, and never without a uid precondition. A
+// claim's spec and status are never written; its one write is the annotation that has the PV
+// controller sync it once the new PV is Bound to it (pv_move_claim_sync.cc).
 #pragma once
 
 #include <chrono>

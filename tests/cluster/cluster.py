@@ -406,7 +406,8 @@ class Cluster:
         stand-in's audit log is used for on the real API server's own record; writes of a
         workload's replicas (/scale) with their bodies, so a suite can count scale-downs; node
         status writes of kube-controller-manager (admin) with their bodies, so a suite sees when
-        the attach/detach controller put a volume in or took it out of volumesAttached."""
+        the attach/detach controller put a volume in or took it out of volumesAttached; patches
+        of claims with their bodies (migrate's claim-sync annotation)."""
         policy = os.path.join(self.dir, "audit-policy.yaml")
         with open(policy, "w") as f:
             json.dump({"apiVersion": self.version.audit_api_version, "kind": "Policy",
@@ -420,6 +421,12 @@ class Cluster:
                                  {"level": "RequestResponse", "verbs": ["update", "patch"],
                                   "resources": [{"group": "apps", "resources": [
                                       "deployments/scale", "statefulsets/scale"]}]},
+                                 # patches of claims with their bodies: migrate's one write
+                                 # to a claim, the claim-sync annotation, is checked to be
+                                 # metadata only
+                                 {"level": "Request", "verbs": ["patch"],
+                                  "resources": [{"group": "",
+                                                 "resources": ["persistentvolumeclaims"]}]},
                                  # the attach/detach controller's record of what is
                                  # attached where (volumesAttached), with its patch body;
                                  # kubelets' own status writes stay metadata only

@@ -30,7 +30,7 @@ csi-provisioner v1.2.2; kubelet_csi.py), every test as on v1.24.
    holds more than burst + qps x (its length + 1 s) (client-go's token bucket), and the limit
    did hold requests back
 9. last, over everything above: the real API server's audit log holds flexcsi to the stand-in's
-   rules: no claim written or deleted, no secret read, every PV delete with a uid precondition
+   rules: no claim deleted, none written but the claim-sync annotation, no secret read, every PV delete with a uid precondition
    on a Retain PV
 """
 import concurrent.futures
@@ -629,7 +629,18 @@ class MigrateSuite(unittest.TestCase):
         writes = [e for e in events if e["verb"] in ("create", "update", "patch", "delete")]
         claim_writes = [e for e in writes
                         if e["objectRef"].get("resource") == "persistentvolumeclaims"]
-        self.assertEqual(claim_writes, [], "flexcsi wrote a claim")
+        # The one write to a claim: the merge patch of the claim-sync annotation, metadata only
+        # (docs/migration.md, Binding at once), guarded by the claim's uid.
+        for e in claim_writes:
+            body = e.get("requestObject") or {}
+            self.assertEqual(e["verb"], "patch", "flexcsi wrote a claim: %s" % e["requestURI"])
+            self.assertEqual(set(body), {"metadata"}, "claim patch beyond metadata: %s" % body)
+            self.assertEqual(set(body["metadata"]), {"uid", "annotations"}, str(body))
+            self.assertEqual(set(body["metadata"]["annotations"]),
+                             {"flexcsi.io/claim-sync-requested"}, str(body))
+            self.assertTrue(body["metadata"]["uid"], str(body))
+        self.assertTrue(claim_writes, "no claim-sync annotation written: binding waited for the "
+                        "periodic claim sync")
         secrets = [e for e in events if e["objectRef"].get("resource") == "secrets"]
         self.assertEqual(secrets, [], "flexcsi read a secret")
         deletes = [e for e in writes if e["verb"] == "delete"

@@ -103,6 +103,7 @@ class Controller {
   kube::KubeClient* election_client_;
   std::vector<std::unique_ptr<kube::Informer>> informers_;
   std::unique_ptr<kube::Informer> claims_, volumes_, snapshots_, contents_;
+  std::unique_ptr<kube::Informer> nodes_, csinodes_;  // topology views (topology_objects.h)
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_threads_{false};
   std::atomic<bool> stopping_operations_{false};  // ctx_.stopping: waits in operations give up

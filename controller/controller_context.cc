@@ -60,8 +60,12 @@ StatusOr<std::map<std::string, std::string>> ControllerContext::SecretData(const
 std::vector<std::string> ControllerContext::TopologyKeys(const DriverConfig& driver,
                                                          const std::string& node) {
   if (!node.empty() && cluster.csinodes) {
-    auto csinode =
-        client->Get(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes").Named(node));
+    // A node registered a moment ago may not be in the cache yet: then the API server says.
+    std::optional<nlohmann::json> cached;
+    if (csinode_cache != nullptr && csinode_cache->HasSynced()) cached = csinode_cache->Get(node);
+    StatusOr<nlohmann::json> csinode =
+        cached ? StatusOr<nlohmann::json>(std::move(*cached))
+               : client->Get(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes").Named(node));
     if (csinode.ok()) {
       const auto& drivers = JField(JField(*csinode, "spec"), "drivers");
       if (drivers.is_array()) {
@@ -114,6 +118,7 @@ StatusOr<bool> ControllerContext::SupportsTopology(const DriverConfig& driver) {
 }
 
 StatusOr<nlohmann::json> ControllerContext::ListNodes() {
+  if (node_cache != nullptr && node_cache->HasSynced()) return nlohmann::json(node_cache->List());
   auto nodes = client->List(kube::ResourcePath::Core("nodes"));
   if (!nodes.ok()) return nodes.status().WithContext("listing nodes");
   return JField(*nodes, "items").is_array() ? (*nodes)["items"] : nlohmann::json::array();
@@ -123,7 +128,9 @@ StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const Drive
   auto nodes = ListNodes();
   if (!nodes.ok()) return nodes.status();
   nlohmann::json csinodes = nlohmann::json::array();
-  if (cluster.csinodes) {
+  if (cluster.csinodes && csinode_cache != nullptr && csinode_cache->HasSynced()) {
+    csinodes = nlohmann::json(csinode_cache->List());
+  } else if (cluster.csinodes) {
     auto listed = client->List(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"));
     // An error of a served API is real: guessing could pick the wrong nodes.
     if (!listed.ok()) return listed.status().WithContext("listing CSINodes");

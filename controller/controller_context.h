@@ -45,6 +45,11 @@ struct ControllerContext {
   // With node_deployment: this node's segment per flex driver (its NodeGetInfo topology).
   std::map<std::string, TopologySegment> node_topology;
   const kube::Informer* claim_cache = nullptr;      // the claims informer, for cheap polling
+  // Every Node (name and labels) and CSINode (name and driver entries), watched by Controller
+  // (node_topology_cache.h): topology is read from them, not listed again for every claim.
+  // Null (or not yet synced): the reads below ask the API server.
+  const kube::Informer* node_cache = nullptr;
+  const kube::Informer* csinode_cache = nullptr;
   const std::atomic<bool>* stopping = nullptr;      // set when this instance stops acting
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }

@@ -47,6 +47,8 @@ Informer::Informer(KubeClient* client, ResourcePath collection, ListOptions opti
 
 void Informer::OnEvent(Handler handler) { handlers_.push_back(std::move(handler)); }
 
+void Informer::SetTransform(Transform transform) { transform_ = std::move(transform); }
+
 void Informer::Run(const std::atomic<bool>& stop) {
   Backoff backoff(std::chrono::milliseconds(500), std::chrono::seconds(30));
   std::mt19937 random(std::random_device{}());
@@ -65,6 +67,9 @@ void Informer::Run(const std::atomic<bool>& stop) {
     std::string resource_version;
     if (listed->contains("metadata") && (*listed)["metadata"].is_object()) {
       resource_version = (*listed)["metadata"].value("resourceVersion", "");
+    }
+    if (transform_) {
+      for (Json& item : (*listed)["items"]) item = transform_(std::move(item));
     }
     std::vector<Json> gone;
     {
@@ -94,16 +99,17 @@ void Informer::Run(const std::atomic<bool>& stop) {
         std::string rv = ResourceVersionOf(event.object);
         if (!rv.empty()) resource_version = rv;
         if (event.type == "BOOKMARK") return true;
-        std::string key = KeyOf(event.object);
+        const Json object = transform_ ? transform_(event.object) : event.object;
+        std::string key = KeyOf(object);
         {
           std::lock_guard<std::mutex> lock(mutex_);
           if (event.type == "DELETED") {
             cache_.erase(key);
           } else {
-            cache_[key] = event.object;
+            cache_[key] = object;
           }
         }
-        notify(event.type, event.object);
+        notify(event.type, object);
         return !stop.load();
       });
       if (stop.load()) return;

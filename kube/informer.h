@@ -19,6 +19,11 @@ namespace flexcsi::kube {
 class Informer {
  public:
   using Handler = std::function<void(const std::string& type, const nlohmann::json& object)>;
+  // Reduces each object to what the caller reads, as client-go's SetTransform: the cache then
+  // holds, and handlers get, only that. Watching every Node of a big cluster for its labels
+  // keeps a few hundred bytes per Node instead of its whole status. The result must keep
+  // metadata.name (and namespace), which key the cache.
+  using Transform = std::function<nlohmann::json(nlohmann::json object)>;
 
   Informer(KubeClient* client, ResourcePath collection, ListOptions options = {});
 
@@ -26,6 +31,8 @@ class Informer {
   // reports objects that vanished meanwhile as DELETED. Handlers run on Run's thread, without
   // the cache lock (they may call List/Get). REQUIRES: registered before Run starts.
   void OnEvent(Handler handler);
+  // REQUIRES: set before Run starts.
+  void SetTransform(Transform transform);
 
   // Blocks until stop is set: list, watch, re-list. Errors are retried with backoff.
   void Run(const std::atomic<bool>& stop);
@@ -45,6 +52,7 @@ class Informer {
   ResourcePath collection_;
   ListOptions options_;
   std::vector<Handler> handlers_;
+  Transform transform_;
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> cache_;
   std::atomic<bool> synced_{false};

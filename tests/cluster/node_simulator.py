@@ -246,11 +246,15 @@ def main():
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--prefix", default="sim")
     parser.add_argument("--zones", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=4, help="heartbeat threads")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="heartbeat threads (default: one per 50 nodes, at least 4: a "
+                             "thread renews its Leases one after the other, and on a loaded "
+                             "API server a PUT can take 100 ms)")
     parser.add_argument("--status-gets", action="store_true",
                         help="also kubelet's GET of its Node every 10 s (from the API cache)")
     args = parser.parse_args()
     api = KeepAliveApi(args.server, args.ca, args.cert, args.key, USER_AGENT)
+    args.workers = args.workers or max(4, args.count // 50)
     simulator = NodeSimulator(api, args.count, args.prefix, args.driver, args.topology_key,
                               zones=args.zones, workers=args.workers,
                               status_gets=args.status_gets)

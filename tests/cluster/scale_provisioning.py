@@ -162,7 +162,9 @@ class Provisioner:
         self.kind, self.harness = kind, harness
         c = harness.cluster
         if kind == "flexcsi-controller":
-            argv = [os.path.join(build_dir(), "controller", "flexcsi-controller"),
+            # FLEXCSI_CONTROLLER_BINARY: another build, to compare before and after a change
+            argv = [os.environ.get("FLEXCSI_CONTROLLER_BINARY")
+                    or os.path.join(build_dir(), "controller", "flexcsi-controller"),
                     "--kubeconfig", c.kubeconfig, "--bridge-config", harness.bridge_config,
                     "--journal", os.path.join(harness.dir, "controller-journal.db"),
                     "--timeout", "60s", *extra]
@@ -191,7 +193,7 @@ class Provisioner:
 
 
 class ScaleHarness:
-    def __init__(self, cluster, nodes, zones=3, simulator_workers=4):
+    def __init__(self, cluster, nodes, zones=3, simulator_workers=0):
         self.cluster, self.nodes, self.zones = cluster, nodes, zones
         self.simulator_workers = simulator_workers
         self.dir = os.path.join(cluster.dir, "scale")
@@ -385,6 +387,15 @@ class ScaleHarness:
                    lambda: not any(self.watch.of_namespace(ns) for ns in namespaces)
                    or self._provisioner_alive(run), timeout, 1)
         wait_until("no volume left in csi-loopback", lambda: not self.driver_volumes(), 120)
+
+    def unhealthy_nodes(self):
+        """Simulated nodes that are not Ready or carry a taint (their heartbeats came late)."""
+        nodes = self.api.call("GET", "/api/v1/nodes?resourceVersion=0")["items"]
+        return [n["metadata"]["name"] for n in nodes
+                if n["metadata"]["name"].startswith("sim-") and (
+                    n["spec"].get("taints") or not any(
+                        c["type"] == "Ready" and c["status"] == "True"
+                        for c in n["status"]["conditions"]))]
 
     def driver_volumes(self):
         try:

@@ -66,14 +66,7 @@ class ScaleSuite(unittest.TestCase):
                 "volume.kubernetes.io/selected-node")
             self.assertEqual(selected, pod["spec"].get("nodeName"))
             self.assertTrue(selected.startswith("sim-"), selected)
-        nodes = [n for n in SCALE.api.call("GET", "/api/v1/nodes")["items"]
-                 if n["metadata"]["name"].startswith("sim-")]
-        self.assertEqual(len(nodes), NODES)
-        unhealthy = [n["metadata"]["name"] for n in nodes
-                     if n["spec"].get("taints") or not any(
-                         c["type"] == "Ready" and c["status"] == "True"
-                         for c in n["status"]["conditions"])]
-        self.assertEqual(unhealthy, [])
+        self.assertEqual(SCALE.unhealthy_nodes(), [])
 
     def test_2_deleting_the_claims_leaves_nothing(self):
         SCALE.delete_all(CONTROLLER, ["imm", "wffc"], timeout=600)

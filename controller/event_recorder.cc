@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include <spdlog/spdlog.h>
@@ -38,6 +39,12 @@ std::string UidOf(const nlohmann::json& object) {
 
 std::string NowRfc3339() { return Format(false); }
 std::string NowRfc3339Micro() { return Format(true); }
+
+size_t EventRecorder::RememberedEvents() {
+  const char* n = std::getenv("FLEXCSI_CONTROLLER_REMEMBERED_EVENTS");
+  const long long parsed = n != nullptr ? std::atoll(n) : 0;
+  return parsed > 0 ? static_cast<size_t>(parsed) : 1024;
+}
 
 EventRecorder::EventRecorder(kube::KubeClient* client, std::string component, std::string host)
     : client_(client), component_(std::move(component)), host_(std::move(host)) {}

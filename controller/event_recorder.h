@@ -48,9 +48,11 @@ class EventRecorder {
   // retries minutes apart, so 1024 (two events per provisioned claim, ~1.3 KiB together) is
   // ample; a repeat after 1024 other events writes a new Event instead of bumping the old one's
   // count (a RecordOnce refusal is recorded once more).
-  static constexpr size_t kRememberedEvents = 1024;
-  LruCache<Seen> seen_{kRememberedEvents};
-  LruCache<bool> once_{kRememberedEvents};  // RecordOnce keys already recorded
+  // FLEXCSI_CONTROLLER_REMEMBERED_EVENTS=N replaces 1024 for the soak (tests/soak), whose short
+  // run must see the caches full within its warm-up to tell them from a leak.
+  static size_t RememberedEvents();
+  LruCache<Seen> seen_{RememberedEvents()};
+  LruCache<bool> once_{RememberedEvents()};  // RecordOnce keys already recorded
 };
 
 // "2026-11-23T15:04:05Z" (metav1.Time) and "2026-11-23T15:04:05.123456Z" (metav1.MicroTime).

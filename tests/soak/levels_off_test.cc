@@ -22,6 +22,7 @@ std::vector<SamplePoint> Series(int64_t cycles, const std::function<double(int64
 // The soak's own rules (soak_report.h), on the CI run's schedule: what they pass and fail here
 // is what node_soak_test and controller_soak_test pass and fail.
 LevelsOffBounds MemoryBounds() { return MemoryKibRule("rss_kib").bounds; }
+LevelsOffBounds SteadyMemoryBounds() { return SteadyMemoryKibRule("rss_kib").bounds; }
 LevelsOffBounds ExactBounds() { return ExactCountRule("fds").bounds; }
 LevelsOffBounds FileBounds() { return FileBytesRule("db_bytes").bounds; }
 LevelsOffBounds WalBounds() { return WalBytesRule("wal_bytes").bounds; }
@@ -72,6 +73,50 @@ TEST(LevelsOffTest, SlowLeakInsideTheToleranceFailsOnItsSlope) {
   EXPECT_FALSE(v.levels_off);
   EXPECT_NEAR(v.slope_per_1000, 8000, 1e-6);
   EXPECT_NE(v.reason.find("still growing"), std::string::npos) << v.reason;
+}
+
+TEST(LevelsOffTest, LeakAsSlowAsTheEventRecordersFailsBecauseItNeverSlows) {
+  // flexcsi-controller before a790260 in a 500-claim soak: startup and its caches (sized to
+  // fill within the warm-up) to 32.7 MiB, then 1.5 KiB more per claim for ever. Inside the
+  // tolerance and under max_slope_per_1000.
+  const auto v = JudgeLevelsOff(Series(500,
+                                       [](int64_t c) {
+                                         return 29856.0 + 2800.0 * std::min<int64_t>(c, 50) / 50 +
+                                                1.5 * static_cast<double>(c);
+                                       }),
+                                SteadyMemoryBounds());
+  EXPECT_FALSE(v.levels_off);
+  EXPECT_NEAR(v.slope_per_1000, 1500, 1e-6);
+  EXPECT_NE(v.reason.find("not slowing down"), std::string::npos) << v.reason;
+  // The node soak's rule lets it through: the reason the controller soak has its own.
+  const auto node_rule = JudgeLevelsOff(Series(500,
+                                               [](int64_t c) {
+                                                 return 29856.0 +
+                                                        2800.0 * std::min<int64_t>(c, 50) / 50 +
+                                                        1.5 * static_cast<double>(c);
+                                               }),
+                                        MemoryBounds());
+  EXPECT_TRUE(node_rule.levels_off);
+}
+
+TEST(LevelsOffTest, CreepThatSlowsDownPasses) {
+  // malloc's arenas settling: +3 KiB per cycle after the warm-up, +1.2 over the second half,
+  // above the steady bound but slower by more than half.
+  const auto v = JudgeLevelsOff(
+      Series(500,
+             [](int64_t c) {
+               return 19000.0 + (c <= 250 ? 3.0 * static_cast<double>(c)
+                                          : 750 + 1.2 * static_cast<double>(c - 250));
+             }),
+      SteadyMemoryBounds());
+  EXPECT_TRUE(v.levels_off) << v.reason;
+}
+
+TEST(LevelsOffTest, SteadyCreepBelowTheSteadyBoundPasses) {
+  // 0.4 KiB per cycle throughout (malloc noise over a short run): too small to call a leak.
+  const auto v = JudgeLevelsOff(Series(500, [](int64_t c) { return 33000.0 + 0.4 * c; }),
+                                SteadyMemoryBounds());
+  EXPECT_TRUE(v.levels_off) << v.reason;
 }
 
 TEST(LevelsOffTest, GrowthThatStopsAfterWarmUpOnlyInTheFirstHalfPasses) {

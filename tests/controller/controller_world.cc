@@ -71,7 +71,8 @@ ControllerWorld::~ControllerWorld() {
 }
 
 ::testing::AssertionResult ControllerWorld::StartController(int index, ControllerFlags flags) {
-  std::vector<std::string> argv = {FLEXCSI_CONTROLLER_BINARY,
+  const std::string binary = flags.binary.empty() ? FLEXCSI_CONTROLLER_BINARY : flags.binary;
+  std::vector<std::string> argv = {binary,
                                    "--kubeconfig", api_server_.kubeconfig_path(),
                                    "--bridge-config", env_->bridge_config_path(),
                                    "--journal", JournalPath(),

@@ -29,6 +29,8 @@ inline constexpr const char* kTopologyKey = "topology.loopback.csi.flexcsi.io/no
 struct ControllerFlags {
   std::vector<std::string> extra;        // more flags
   std::map<std::string, std::string> env;  // e.g. FLEXCSI_CONTROLLER_CRASH_AFTER
+  // Another build of flexcsi-controller (a previous release's); empty: this tree's.
+  std::string binary;
 };
 
 class ControllerWorld {

@@ -4,7 +4,7 @@ bench/big_cluster_bench.py): the real v1.24 control plane and one kubelet node, 
 node_simulator.py over 3 zones, each registered for csi-loopback as flexcsi-bridge registers a
 driver, and one csi-loopback controller (scale_provisioning.py says how it serves them all).
 
-1. 200 Immediate claims and 100 WaitForFirstConsumer claims, each with a pod the scheduler
+1. 100 Immediate claims and 50 WaitForFirstConsumer claims (CI keeps it small: its whole run is paid on every CI run), each with a pod the scheduler
    places on a simulated node of its zone: every claim gets exactly one PV, and the driver got
    exactly one CreateVolume per PV; every simulated node is still Ready and untainted.
 2. The pods and claims deleted: every PV and every CSI volume is gone, nothing orphaned.
@@ -20,8 +20,8 @@ import clustertest  # noqa: E402
 from scale_provisioning import ScaleHarness, wait_until  # noqa: E402
 
 NODES = 100
-IMMEDIATE = 200
-WFFC = 100
+IMMEDIATE = 100
+WFFC = 50
 SCALE = None
 CONTROLLER = None
 

@@ -21,6 +21,7 @@ constexpr milliseconds kMaxRetry = std::chrono::minutes(5);
 constexpr seconds kPollDrivers = seconds(5);      // NodeGetInfo: cheap, local
 // Without a watch (RBAC of an older release: no list/watch), someone may have edited the objects
 constexpr seconds kRecheckCluster = seconds(60);
+constexpr seconds kRetryRefusedWatch = std::chrono::minutes(10);
 
 kube::ResourcePath NodePath(const std::string& name) {
   return kube::ResourcePath::Core("nodes").Named(name);
@@ -259,26 +260,32 @@ void NodeRegistrar::Run() {
 }
 
 void NodeRegistrar::KeepWatching() {
-  if (watch_refused_) return;
+  const auto now = Clock::now();
   if (!watch_->Started()) {
+    if (now < retry_watch_at_) return;
     // Discovery failed (API server unreachable): registration reports the same; try again.
     if (!watch_->Start().ok()) return;
   }
   const Status why = watch_->LastError();
   if (why.code() != Code::kPermissionDenied) return;
-  // A failing list would be retried every 30 s, more requests than the timed check.
+  // A failing list would be retried every 30 s, more requests than the timed check. Refused
+  // may also mean a fresh install whose RoleBinding has not reached the authorizer yet: try
+  // again now and then.
   watch_->Stop();
-  watch_refused_ = true;
+  retry_watch_at_ = now + kRetryRefusedWatch;
+  if (watch_refusal_logged_) return;
+  watch_refusal_logged_ = true;
   spdlog::warn(
       "cannot watch node {}'s Node and CSINode ({}); reading the drivers' registration back "
-      "every {} s instead. Grant list and watch on nodes and csinodes (deploy/kubernetes/base/"
-      "node/rbac.yaml)",
-      access_.node_name, why.ToString(), kRecheckCluster.count());
+      "every {} s instead, and trying the watch again every {} min. Grant list and watch on "
+      "nodes and csinodes (deploy/kubernetes/base/node/rbac.yaml)",
+      access_.node_name, why.ToString(), kRecheckCluster.count(),
+      std::chrono::duration_cast<std::chrono::minutes>(kRetryRefusedWatch).count());
 }
 
 bool NodeRegistrar::RegistrationMayHaveChanged(DriverState& state, const DriverNodeInfo& want,
                                                Clock::time_point now) {
-  if (!watch_refused_) {
+  if (watch_->Started()) {
     const uint64_t generation = watch_->Generation();  // before Current: never skip an event
     if (generation == state.checked_generation) return false;
     auto seen = watch_->Current();

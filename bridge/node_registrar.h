@@ -82,7 +82,7 @@ class NodeRegistrar {
     std::chrono::milliseconds delay{0};
   };
   void Run();
-  // Starts the watch, or gives it up for the timed check where the RBAC refuses it.
+  // Starts the watch, or stops it for the timed check while the RBAC refuses it.
   void KeepWatching();
   // Whether the cluster's copy of a registration already made may have changed since the last
   // look: the watch saw an event that leaves it not matching, or (no watch) 60 s went by.
@@ -99,7 +99,9 @@ class NodeRegistrar {
   bool woken_ = false;  // the watch saw an event; guarded by mu_
   std::map<std::string, DriverState> states_;  // by CSI endpoint; guarded by mu_
   std::unique_ptr<RegistrationWatch> watch_;    // null without cluster access
-  bool watch_refused_ = false;                  // Run's thread only
+  // Run's thread only: when to try a refused watch again; whether the refusal was logged
+  std::chrono::steady_clock::time_point retry_watch_at_{};
+  bool watch_refusal_logged_ = false;
   std::thread thread_;
 };
 

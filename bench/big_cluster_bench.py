@@ -24,7 +24,6 @@ agent). Checks that every claim got exactly one PV and that nothing is left; ass
     bench/big_cluster_bench.py --fit A.json B.json ...   # scaling exponents of several runs"""
 import argparse
 import collections
-import datetime
 import json
 import math
 import os
@@ -34,50 +33,9 @@ import time
 from cluster_bench import bench_cluster, HERE
 
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
-from scale_provisioning import AGENTS, ScaleHarness  # noqa: E402
+from scale_provisioning import ScaleHarness, audit_requests  # noqa: E402
 
 SHORT = {"flexcsi-controller": "flexcsi", "csi-provisioner": "theirs"}
-
-
-def audit_seconds(stamp):
-    return datetime.datetime.strptime(stamp[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
-
-
-def audit_requests(c, windows):
-    """{(tool, phase): {"requests", "by_kind", "p50", "p99"}} from the audit log and the files
-    kube-apiserver rotated it into; `windows` maps (tool, phase) to a wall-clock window. One
-    request is one auditID (a watch logs ResponseStarted and ResponseComplete)."""
-    logs = os.path.dirname(c.audit_log)
-    seen = collections.defaultdict(dict)
-    for name in sorted(os.listdir(logs)):
-        if not (name.startswith("audit") and ".log" in name):
-            continue
-        with open(os.path.join(logs, name)) as f:
-            for line in f:
-                agent = next((t for t, a in AGENTS.items() if '"userAgent":"' + a in line), None)
-                if agent is None:
-                    continue
-                e = json.loads(line)
-                at = audit_seconds(e["requestReceivedTimestamp"])
-                for (tool, phase), (start, end) in windows.items():
-                    if tool == agent and start <= at <= end:
-                        seen[(tool, phase)][e["auditID"]] = e
-    out = {}
-    for key in windows:
-        events = list(seen[key].values())
-        kinds = collections.Counter()
-        for e in events:
-            ref = e.get("objectRef", {})
-            kinds["%s %s%s" % (e["verb"], ref.get("resource", "-"),
-                               "/" + ref["subresource"] if ref.get("subresource") else "")] += 1
-        held = sorted(audit_seconds(e["stageTimestamp"])
-                      - audit_seconds(e["requestReceivedTimestamp"])
-                      for e in events if e["verb"] != "watch")
-        out[key] = {"requests": len(events), "by_kind": dict(kinds.most_common()),
-                    "p50": held[len(held) // 2] if held else 0,
-                    "p99": held[int(len(held) * 0.99)] if held else 0}
-    return out
 
 
 def run_tool(scale, tool, claims, idle_minutes):
@@ -101,6 +59,7 @@ def run_tool(scale, tool, claims, idle_minutes):
                      "; PROBLEMS " + str(phase["problems"][:5]) if phase["problems"] else ""),
                   flush=True)
         if idle_minutes > 0:
+            scale.wait_bound(["%s-imm" % short, "%s-wffc" % short])
             phase = scale.idle(run, idle_minutes * 60)
             phases["idle"] = phase
             print("%s idle %.0f min with %d bound claims: CPU %.2f s, RSS %.1f MiB, load %.1f ->"

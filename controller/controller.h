@@ -74,6 +74,9 @@ class Controller {
   void Enqueue(const std::string& kind, const nlohmann::json& object);
   void Worker();
   Status Process(const std::string& key);
+  // A claim not yet Bound whose PV (pvc-<uid>) is already in the PV cache: only the PV
+  // controller's bind is left (and the journal row, which RecoverJournal closes).
+  bool Provisioned(const nlohmann::json& claim) const;
   // --node-deployment: this node's segment of every driver, from its NodeGetInfo.
   Status LearnNodeTopology();
   void ResyncAll();
@@ -104,6 +107,7 @@ class Controller {
   std::vector<std::unique_ptr<kube::Informer>> informers_;
   std::unique_ptr<kube::Informer> claims_, volumes_, snapshots_, contents_;
   std::unique_ptr<kube::Informer> nodes_, csinodes_;  // topology views (topology_objects.h)
+  std::unique_ptr<kube::Informer> classes_;           // StorageClasses, read for every claim
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_threads_{false};
   std::atomic<bool> stopping_operations_{false};  // ctx_.stopping: waits in operations give up

@@ -124,6 +124,28 @@ StatusOr<nlohmann::json> ControllerContext::ListNodes() {
   return JField(*nodes, "items").is_array() ? (*nodes)["items"] : nlohmann::json::array();
 }
 
+namespace {
+
+// The cached copy when the cache has synced and holds it; otherwise the API server's answer.
+StatusOr<nlohmann::json> CachedOrRead(const kube::Informer* cache, kube::KubeClient* client,
+                                      const kube::ResourcePath& path, const std::string& name) {
+  if (cache != nullptr && cache->HasSynced()) {
+    if (auto cached = cache->Get(name)) return std::move(*cached);
+  }
+  return client->Get(path.Named(name));
+}
+
+}  // namespace
+
+StatusOr<nlohmann::json> ControllerContext::Node(const std::string& name) {
+  return CachedOrRead(node_cache, client, kube::ResourcePath::Core("nodes"), name);
+}
+
+StatusOr<nlohmann::json> ControllerContext::StorageClass(const std::string& name) {
+  return CachedOrRead(class_cache, client,
+                      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses"), name);
+}
+
 StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const DriverConfig& driver) {
   auto nodes = ListNodes();
   if (!nodes.ok()) return nodes.status();

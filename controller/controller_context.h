@@ -50,6 +50,9 @@ struct ControllerContext {
   // Null (or not yet synced): the reads below ask the API server.
   const kube::Informer* node_cache = nullptr;
   const kube::Informer* csinode_cache = nullptr;
+  // Every StorageClass, watched (a handful of objects, read for every claim), as csi-provisioner
+  // reads classes from its lister. Null or not synced: StorageClass() asks the API server.
+  const kube::Informer* class_cache = nullptr;
   const std::atomic<bool>* stopping = nullptr;      // set when this instance stops acting
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
@@ -77,6 +80,11 @@ struct ControllerContext {
 
   // The items of the Node list.
   StatusOr<nlohmann::json> ListNodes();
+  // A Node (at least its name and labels) from node_cache, else from the API server: a node
+  // that joined a moment ago may not be in the cache yet.
+  StatusOr<nlohmann::json> Node(const std::string& name);
+  // A StorageClass from class_cache, else from the API server (NOT_FOUND when it is gone).
+  StatusOr<nlohmann::json> StorageClass(const std::string& name);
 
  private:
   std::mutex mu_;

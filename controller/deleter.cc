@@ -26,6 +26,10 @@ Status Deleter::RemoveFinalizer(nlohmann::json pv) {
   return Status::Ok();
 }
 
+bool Deleter::MayNeedWork(const nlohmann::json& pv) {
+  return BeingDeleted(pv) || JStr(JField(pv, "status"), "phase") == "Released";
+}
+
 Status Deleter::SyncVolume(const std::string& pv_name) {
   auto pv = ctx_.client->Get(PVs().Named(pv_name));
   if (!pv.ok()) return kube::IsNotFound(pv.status()) ? Status::Ok() : pv.status();

@@ -16,6 +16,9 @@ class Deleter {
  public:
   explicit Deleter(ControllerContext& ctx) : ctx_(ctx) {}
   Status SyncVolume(const std::string& pv_name);
+  // False for a PV this controller has nothing to do with in its present state: neither
+  // Released nor being deleted. Lets a cached copy answer a resync without a read.
+  static bool MayNeedWork(const nlohmann::json& pv);
 
  private:
   Status RemoveFinalizer(nlohmann::json pv);

@@ -58,8 +58,7 @@ Status Provisioner::RefuseUnannotated(const nlohmann::json& claim) {
   }
   const std::string phase = JStr(JField(claim, "status"), "phase");
   if (!phase.empty() && phase != "Pending") return Status::Ok();
-  auto sc = ctx_.client->Get(
-      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  auto sc = ctx_.StorageClass(class_name);
   if (!sc.ok()) return kube::IsNotFound(sc.status()) ? Status::Ok() : sc.status();
   if (ctx_.DriverByProvisioner(JStr(*sc, "provisioner")) == nullptr) return Status::Ok();
   if (auto why = WhyClaimCannotBeServed(claim, *sc, ctx_.cluster)) {
@@ -98,8 +97,7 @@ Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
   }
   const std::string class_name = JStr(JField(*claim, "spec"), "storageClassName");
   if (class_name.empty()) return Status::Ok();
-  auto sc = ctx_.client->Get(
-      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  auto sc = ctx_.StorageClass(class_name);
   if (!sc.ok()) {
     if (kube::IsNotFound(sc.status())) {
       Failed(*claim, class_name,
@@ -209,7 +207,7 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   const std::string node_name = SelectedNode(claim);
   std::optional<nlohmann::json> node;
   if (!node_name.empty()) {
-    auto n = ctx_.client->Get(kube::ResourcePath::Core("nodes").Named(node_name));
+    auto n = ctx_.Node(node_name);
     if (!n.ok()) {
       Failed(claim, class_name, n.status().WithContext("selected node " + node_name));
       return n.status();
@@ -360,8 +358,7 @@ Status Provisioner::ClaimForThisNode(const nlohmann::json& claim, const DriverCo
   const std::string uid = JStr(meta, "uid");
   const std::string class_name = JStr(JField(claim, "spec"), "storageClassName");
   if (!node.immediate_binding || class_name.empty()) return Status::Ok();
-  auto sc = ctx_.client->Get(
-      kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+  auto sc = ctx_.StorageClass(class_name);
   // No class: nobody can own the claim; the event would come from every node at once.
   if (!sc.ok()) return kube::IsNotFound(sc.status()) ? Status::Ok() : sc.status();
   // WaitForFirstConsumer claims wait for the scheduler's choice (ClaimNeedsProvisioning).

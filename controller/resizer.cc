@@ -17,6 +17,11 @@ int64_t Bytes(const nlohmann::json& capacity_holder) {
   return b.ok() ? *b : 0;
 }
 
+StatusOr<int64_t> RequestedBytes(const nlohmann::json& claim) {
+  return ParseStorageQuantity(
+      JStr(JField(JField(JField(claim, "spec"), "resources"), "requests"), "storage"));
+}
+
 nlohmann::json Condition(const std::string& type, const std::string& message) {
   return {{"type", type},
           {"status", "True"},
@@ -37,15 +42,17 @@ Status Resizer::PatchClaimStatus(const nlohmann::json& claim, const nlohmann::js
   return patched.ok() ? Status::Ok() : patched.status();
 }
 
-Status Resizer::SyncClaim(const nlohmann::json& claim) {
-  if (JStr(JField(claim, "status"), "phase") != "Bound") return Status::Ok();
-  const std::string pv_name = JStr(JField(claim, "spec"), "volumeName");
-  auto requested_q = ParseStorageQuantity(
-      JStr(JField(JField(JField(claim, "spec"), "resources"), "requests"), "storage"));
-  if (!requested_q.ok()) return Status::Ok();
-  const int64_t requested = *requested_q;
+bool Resizer::ExpansionRequested(const nlohmann::json& claim) {
+  if (JStr(JField(claim, "status"), "phase") != "Bound") return false;
+  auto requested = RequestedBytes(claim);
   const int64_t recorded = Bytes(JField(claim, "status"));
-  if (recorded == 0 || requested <= recorded) return Status::Ok();
+  return requested.ok() && recorded != 0 && *requested > recorded;
+}
+
+Status Resizer::SyncClaim(const nlohmann::json& claim) {
+  if (!ExpansionRequested(claim)) return Status::Ok();
+  const std::string pv_name = JStr(JField(claim, "spec"), "volumeName");
+  const int64_t requested = *RequestedBytes(claim);
 
   auto pv = ctx_.client->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
   if (!pv.ok()) return kube::IsNotFound(pv.status()) ? Status::Ok() : pv.status();
@@ -88,8 +95,7 @@ Status Resizer::SyncClaim(const nlohmann::json& claim) {
   // The controller-expand secret of the class, if the class still exists and names one.
   const std::string class_name = JStr(JField(*pv, "spec"), "storageClassName");
   if (!class_name.empty()) {
-    auto sc = ctx_.client->Get(
-        kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses").Named(class_name));
+    auto sc = ctx_.StorageClass(class_name);
     if (sc.ok() && JField(*sc, "parameters").is_object()) {
       std::map<std::string, std::string> params;
       for (auto it = (*sc)["parameters"].begin(); it != (*sc)["parameters"].end(); ++it) {

@@ -25,6 +25,9 @@ class Resizer {
   explicit Resizer(ControllerContext& ctx) : ctx_(ctx) {}
   // `claim` is a Bound claim; OK and nothing done when no expansion is due.
   Status SyncClaim(const nlohmann::json& claim);
+  // True for a Bound claim asking for more than its status records: the only state in which
+  // SyncClaim does anything.
+  static bool ExpansionRequested(const nlohmann::json& claim);
 
  private:
   Status PatchClaimStatus(const nlohmann::json& claim, const nlohmann::json& status_patch);

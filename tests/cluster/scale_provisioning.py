@@ -16,6 +16,7 @@ csi-provisioner v3.4.1 with its Topology feature on, each with its defaults othe
 The harness's own requests carry the user agent `flexcsi-scale-workload`."""
 import collections
 import concurrent.futures
+import datetime
 import http.client
 import json
 import os
@@ -68,6 +69,48 @@ def process_usage(pid):
             elif line.startswith("VmHWM:"):
                 hwm = int(line.split()[1]) / 1024
     return cpu, rss, hwm
+
+
+
+def audit_seconds(stamp):
+    return datetime.datetime.strptime(stamp[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def audit_requests(c, windows):
+    """{(tool, phase): {"requests", "by_kind", "p50", "p99"}} from the audit log and the files
+    kube-apiserver rotated it into; `windows` maps (tool, phase) to a wall-clock window. One
+    request is one auditID (a watch logs ResponseStarted and ResponseComplete)."""
+    logs = os.path.dirname(c.audit_log)
+    seen = collections.defaultdict(dict)
+    for name in sorted(os.listdir(logs)):
+        if not (name.startswith("audit") and ".log" in name):
+            continue
+        with open(os.path.join(logs, name)) as f:
+            for line in f:
+                agent = next((t for t, a in AGENTS.items() if '"userAgent":"' + a in line), None)
+                if agent is None:
+                    continue
+                e = json.loads(line)
+                at = audit_seconds(e["requestReceivedTimestamp"])
+                for (tool, phase), (start, end) in windows.items():
+                    if tool == agent and start <= at <= end:
+                        seen[(tool, phase)][e["auditID"]] = e
+    out = {}
+    for key in windows:
+        events = list(seen[key].values())
+        kinds = collections.Counter()
+        for e in events:
+            ref = e.get("objectRef", {})
+            kinds["%s %s%s" % (e["verb"], ref.get("resource", "-"),
+                               "/" + ref["subresource"] if ref.get("subresource") else "")] += 1
+        held = sorted(audit_seconds(e["stageTimestamp"])
+                      - audit_seconds(e["requestReceivedTimestamp"])
+                      for e in events if e["verb"] != "watch")
+        out[key] = {"requests": len(events), "by_kind": dict(kinds.most_common()),
+                    "p50": held[len(held) // 2] if held else 0,
+                    "p99": held[int(len(held) * 0.99)] if held else 0}
+    return out
 
 
 class PvWatch:
@@ -347,6 +390,16 @@ class ScaleHarness:
     def _provisioner_alive(self, run):
         run.usage()  # raises when it exited
         return False
+
+    def wait_bound(self, namespaces, timeout=1800):
+        """Until every claim of `namespaces` is Bound: the PV controller binds after the PV
+        exists, at its own pace, and a provisioner sees each bind as an update."""
+        def unbound():
+            return [c["metadata"]["name"] for ns in namespaces for c in self.api.call(
+                "GET", "/api/v1/namespaces/%s/persistentvolumeclaims" % ns)["items"]
+                if c.get("status", {}).get("phase") != "Bound"]
+        wait_until("every claim of %s Bound" % ", ".join(namespaces), lambda: not unbound(),
+                   timeout, 1)
 
     def idle(self, run, seconds):
         """The provisioner left alone with everything bound for `seconds`."""

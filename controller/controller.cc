@@ -167,7 +167,7 @@ Status Controller::Start() {
       ctx_.csinode_cache = csinodes_.get();
     }
   }
-  // Without `list`/`watch` on storageclasses (a Role of 0.2.0) the cache never syncs and each
+  // Without `list`/`watch` on storageclasses (the Role of 0.1.0) the cache never syncs and each
   // claim's class is read from the API server as before.
   classes_ = std::make_unique<kube::Informer>(
       ctx_.client, kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses"));
@@ -212,7 +212,7 @@ Status Controller::LearnNodeTopology() {
 }
 
 bool Controller::Healthy() const {
-  // Not the Node and CSINode views: until they sync (a Role of 0.2.0 has no `watch` on them)
+  // Not the Node and CSINode views: until they sync (the Role of 0.1.0 has no `watch` on them)
   // topology is listed from the API server as before.
   for (const kube::Informer* inf :
        {claims_.get(), volumes_.get(), snapshots_.get(), contents_.get()}) {

@@ -119,6 +119,7 @@ Status Controller::Start() {
   volumes_ =
       std::make_unique<kube::Informer>(ctx_.client, kube::ResourcePath::Core("persistentvolumes"));
   volumes_->SetTransform(WithoutManagedFields);
+  ctx_.volume_cache = volumes_.get();
   volumes_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
     if (type != "DELETED") Enqueue("pv", o);
     // A PV change (the expand controller raising capacity, a bind) may concern its claim.

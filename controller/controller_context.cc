@@ -146,6 +146,19 @@ StatusOr<nlohmann::json> ControllerContext::StorageClass(const std::string& name
                       kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses"), name);
 }
 
+StatusOr<bool> ControllerContext::VolumeExists(const std::string& pv_name) {
+  // A synced cache is believed when it says "absent", as csi-provisioner believes its
+  // informer: a PV so new that its event has not arrived yet costs at most a CreateVolume again
+  // (idempotent by name) and a PV create answered AlreadyExists, which counts as done.
+  if (volume_cache != nullptr && volume_cache->HasSynced()) {
+    return volume_cache->Get(pv_name).has_value();
+  }
+  auto pv = client->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
+  if (pv.ok()) return true;
+  if (kube::IsNotFound(pv.status())) return false;
+  return pv.status();
+}
+
 StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const DriverConfig& driver) {
   auto nodes = ListNodes();
   if (!nodes.ok()) return nodes.status();

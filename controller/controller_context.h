@@ -53,6 +53,7 @@ struct ControllerContext {
   // Every StorageClass, watched (a handful of objects, read for every claim), as csi-provisioner
   // reads classes from its lister. Null or not synced: StorageClass() asks the API server.
   const kube::Informer* class_cache = nullptr;
+  const kube::Informer* volume_cache = nullptr;  // the PVs informer
   const std::atomic<bool>* stopping = nullptr;      // set when this instance stops acting
 
   CsiClient& Csi(const DriverConfig& driver) { return *csi.at(driver.flex_driver); }
@@ -85,6 +86,8 @@ struct ControllerContext {
   StatusOr<nlohmann::json> Node(const std::string& name);
   // A StorageClass from class_cache, else from the API server (NOT_FOUND when it is gone).
   StatusOr<nlohmann::json> StorageClass(const std::string& name);
+  // Whether the PV exists: the synced PV cache's word, else the API server's.
+  StatusOr<bool> VolumeExists(const std::string& pv_name);
 
  private:
   std::mutex mu_;

@@ -200,9 +200,9 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   const std::string pv_name = "pvc-" + uid;
 
   // 1. Already done (e.g. crashed after the PV create, before the claim was bound)?
-  auto existing = ctx_.client->Get(PVs().Named(pv_name));
-  if (existing.ok()) return ctx_.journal->Finish(pv_name);
-  if (!kube::IsNotFound(existing.status())) return existing.status();
+  auto existing = ctx_.VolumeExists(pv_name);
+  if (!existing.ok()) return existing.status();
+  if (*existing) return ctx_.journal->Finish(pv_name);
 
   const std::string node_name = SelectedNode(claim);
   std::optional<nlohmann::json> node;

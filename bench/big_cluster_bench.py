@@ -10,7 +10,8 @@ in turn, on the same cluster and the same counts:
    spread over the zones by node selector; the scheduler sets each claim's selected node; the
    pods never run): seconds until every PV exists (from the first claim's POST), CreateVolume
    calls, API requests (audit log, by user agent), peak RSS and CPU seconds;
-2. steady state: all 2C claims bound, the provisioner idle for --idle-minutes: RSS, CPU seconds,
+2. steady state: all 2C claims bound (and --bound B more, made bound before either tool starts:
+   figure 2's 10,000), the provisioner idle for --idle-minutes: RSS, CPU seconds,
    API requests;
 then every claim deleted and waited for until no PV and no CSI volume is left.
 
@@ -19,11 +20,12 @@ simulator's own cost (kept out of every figure: it is a process of its own with 
 agent). Checks that every claim got exactly one PV and that nothing is left; asserts no time.
 
     FLEXCSI_KUBE_ASSETS=../shared/kube-assets [FLEXCSI_BUILD_DIR=build] \\
-        bench/big_cluster_bench.py --nodes 1000 --claims 1000 [--idle-minutes 10] \\
+        bench/big_cluster_bench.py --nodes 1000 --claims 1000 [--idle-minutes 10] [--bound 10000] \\
         [--tools flexcsi-controller,csi-provisioner] [--json OUT]
     bench/big_cluster_bench.py --fit A.json B.json ...   # scaling exponents of several runs"""
 import argparse
 import collections
+import concurrent.futures
 import json
 import math
 import os
@@ -33,7 +35,8 @@ import time
 from cluster_bench import bench_cluster, HERE
 
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
-from scale_provisioning import ScaleHarness, audit_requests  # noqa: E402
+from scale_provisioning import (CLAIM_SIZE, DRIVER, FLEX_DRIVER, ScaleHarness,  # noqa: E402
+                                audit_requests, scheduler_selections)
 
 SHORT = {"flexcsi-controller": "flexcsi", "csi-provisioner": "theirs"}
 
@@ -49,6 +52,8 @@ def run_tool(scale, tool, claims, idle_minutes):
             phase["create_volume"] = scale.create_volume_calls(phase["window"])
             phase["problems"] = scale.check_one_pv_each(ns, claims)
             phase["unhealthy_nodes"] = len(scale.unhealthy_nodes())
+            if wffc:
+                phase.update(selection_figures(scale, ns, phase["window"][0]))
             phases[kind] = phase
             print("%s %s: %d claims, every PV after %.1f s (claims posted in %.1f s), CPU %.1f s,"
                   " peak RSS %.1f MiB, CreateVolume %d, load %.1f -> %.1f, simulated nodes not"
@@ -75,16 +80,77 @@ def run_tool(scale, tool, claims, idle_minutes):
     return phases
 
 
+def create_bound_pairs(scale, count, ns="steady", workers=32):
+    """`count` claims already bound to FlexVolume PVs of the driver, as flexcsi-controller
+    leaves them (figure 2's 10,000 bound claims without provisioning them one by one): each
+    claim, then its PV pre-bound to the claim's uid, then both statuses Bound with the PV
+    controller's bind annotations, so that kube-controller-manager finds every pair complete
+    and writes nothing. Reclaim Retain: no storage stands behind them and none is ever asked
+    to be deleted. Both tools then watch the same objects."""
+    scale.api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": ns}})
+
+    def create(i):
+        name = "b-%05d" % i
+        pv_name = "%s-%s" % (ns, name)
+        claim = scale.api.call("POST", "/api/v1/namespaces/%s/persistentvolumeclaims" % ns, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns, "annotations": {
+                "pv.kubernetes.io/bind-completed": "yes",
+                "volume.kubernetes.io/storage-provisioner": DRIVER}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "imm",
+                     "volumeName": pv_name,
+                     "resources": {"requests": {"storage": CLAIM_SIZE}}}})
+        scale.api.call("POST", "/api/v1/persistentvolumes", {
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": pv_name, "annotations": {
+                "pv.kubernetes.io/provisioned-by": DRIVER,
+                "pv.kubernetes.io/bound-by-controller": "yes"}},
+            "spec": {"capacity": {"storage": CLAIM_SIZE}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "imm",
+                     "flexVolume": {"driver": FLEX_DRIVER, "options": {"volumeID": pv_name}},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                                  "namespace": ns, "name": name,
+                                  "uid": claim["metadata"]["uid"]}}})
+        # merge patches: kube-controller-manager may be writing the same status meanwhile
+        merge = "application/merge-patch+json"
+        scale.api.call("PATCH", "/api/v1/persistentvolumes/%s/status" % pv_name,
+                       {"status": {"phase": "Bound"}}, content_type=merge)
+        scale.api.call("PATCH", "/api/v1/namespaces/%s/persistentvolumeclaims/%s/status"
+                       % (ns, name), {"status": {"phase": "Bound",
+                                                 "accessModes": ["ReadWriteOnce"],
+                                                 "capacity": {"storage": CLAIM_SIZE}}},
+                       content_type=merge)
+    began = time.time()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(create, range(count)))
+    print("%d bound claims and PVs made in %.1f s" % (count, time.time() - began), flush=True)
+
+
+def selection_figures(scale, ns, began):
+    """How much of a WaitForFirstConsumer phase is the scheduler's: when it had selected a
+    node for every claim (from the first claim's POST), and the provisioner's own latency from
+    a claim's selection to its PV (median and slowest)."""
+    selected = scheduler_selections(scale.cluster, ns)
+    seen = scale.watch.first_seen_of_claims(ns)
+    latencies = sorted(seen[c] - t for c, t in selected.items() if c in seen)
+    if not selected or not latencies:
+        return {}
+    return {"all_selected": max(selected.values()) - began,
+            "selection_to_pv_p50": latencies[len(latencies) // 2],
+            "selection_to_pv_max": latencies[-1]}
+
+
 def fmt(value, unit=""):
     return "-" if value is None else ("%.1f%s" % (value, unit) if isinstance(value, float)
                                       else "%s%s" % (value, unit))
 
 
-def print_table(nodes, claims, results, requests, simulator, idle_minutes):
+def print_table(nodes, claims, bound, results, requests, simulator, idle_minutes):
     tools = list(results)
     print("\n%d nodes (simulated) + 1 kubelet node, %d Immediate + %d WaitForFirstConsumer "
-          "claims, idle %d min with %d bound\n" % (nodes, claims, claims, idle_minutes,
-                                                  2 * claims))
+          "claims, idle %d min with %d bound (%d of them bound before the tools started)\n"
+          % (nodes, claims, claims, idle_minutes, 2 * claims + bound, bound))
     print("| figure | " + " | ".join(tools) + " |")
     print("| --- | " + " | ".join("---:" for _ in tools) + " |")
 
@@ -94,6 +160,13 @@ def print_table(nodes, claims, results, requests, simulator, idle_minutes):
     for kind, label in (("imm", "Immediate"), ("wffc", "WaitForFirstConsumer")):
         row("%s: s until every PV exists" % label,
             lambda t: results[t].get(kind, {}).get("seconds"))
+        if kind == "wffc":
+            row("WaitForFirstConsumer: s until the scheduler selected every claim's node",
+                lambda t: results[t].get(kind, {}).get("all_selected"))
+            row("WaitForFirstConsumer: s from a node's selection to the PV, p50 / max",
+                lambda t: "%.2f / %.2f" % (results[t][kind]["selection_to_pv_p50"],
+                                           results[t][kind]["selection_to_pv_max"])
+                if "selection_to_pv_p50" in results[t].get(kind, {}) else None)
         row("%s: CreateVolume calls" % label,
             lambda t: results[t].get(kind, {}).get("create_volume"))
         row("%s: API requests" % label, lambda t: requests.get((t, kind), {}).get("requests"))
@@ -170,6 +243,9 @@ def main():
     parser.add_argument("--claims", type=int, default=1000,
                         help="Immediate claims, and as many WaitForFirstConsumer ones")
     parser.add_argument("--idle-minutes", type=float, default=10)
+    parser.add_argument("--bound", type=int, default=0,
+                        help="claims already bound to PVs before the tools start (figure 2: "
+                             "10000); both tools watch them through every phase")
     parser.add_argument("--tools", default="flexcsi-controller,csi-provisioner")
     parser.add_argument("--json", help="also write the figures here (for --fit)")
     parser.add_argument("--fit", nargs="+", help="runs' --json files: scaling exponents")
@@ -185,6 +261,8 @@ def main():
             scale.start()
             print("%d simulated nodes registered in %.1f s" % (
                 args.nodes, scale.timings["nodes registered"]), flush=True)
+            if args.bound:
+                create_bound_pairs(scale, args.bound)
             sim_cpu0 = scale.usage("node-simulator")[0]
             began = time.monotonic()
             results = {}
@@ -205,12 +283,13 @@ def main():
         windows = {(tool, phase): values["window"] for tool, phases in results.items()
                    for phase, values in phases.items()}
         requests = audit_requests(c, windows)
-        print_table(args.nodes, args.claims, results, requests, simulator, args.idle_minutes)
+        print_table(args.nodes, args.claims, args.bound, results, requests, simulator,
+                    args.idle_minutes)
         if left:
             print("LEFT in csi-loopback: %d volumes" % len(left))
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"nodes": args.nodes, "claims": args.claims,
+                json.dump({"nodes": args.nodes, "claims": args.claims, "bound": args.bound,
                            "idle_minutes": args.idle_minutes, "results": results,
                            "requests": {"%s %s" % k: v for k, v in requests.items()},
                            "simulator": simulator}, f, indent=1)

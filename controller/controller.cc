@@ -260,9 +260,11 @@ Status Controller::Process(const std::string& key) {
   const std::string ns = rest.substr(0, split), name = rest.substr(split + 1);
   if (kind == "snapshot") return snapshotter_.SyncSnapshot(ns, name);
   if (kind == "claim") {
-    if (auto cached = claims_->Get(rest); cached && (Settled(*cached) || Provisioned(*cached))) {
-      return Status::Ok();
-    }
+    const auto cached = claims_->Get(rest);
+    // Not in the synced cache: deleted (a PV event names its claim after the claim is gone), or
+    // so new that its own ADDED event, which queues it again, is still to come.
+    if (!cached && claims_->HasSynced()) return Status::Ok();
+    if (cached && (Settled(*cached) || Provisioned(*cached))) return Status::Ok();
     auto claim =
         ctx_.client->Get(kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name));
     if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();

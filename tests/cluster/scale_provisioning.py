@@ -113,6 +113,28 @@ def audit_requests(c, windows):
     return out
 
 
+
+def scheduler_selections(c, ns):
+    """{claim name: time} of kube-scheduler's writes of the claims of `ns` (the selected-node
+    annotation of a WaitForFirstConsumer claim: the moment a provisioner may start), from the
+    audit log."""
+    logs = os.path.dirname(c.audit_log)
+    selected = {}
+    for name in sorted(os.listdir(logs)):
+        if not (name.startswith("audit") and ".log" in name):
+            continue
+        with open(os.path.join(logs, name)) as f:
+            for line in f:
+                if '"userAgent":"kube-scheduler' not in line or '"verb":"update"' not in line:
+                    continue
+                e = json.loads(line)
+                ref = e.get("objectRef", {})
+                if ref.get("resource") == "persistentvolumeclaims" and ref.get("namespace") == ns:
+                    at = audit_seconds(e["requestReceivedTimestamp"])
+                    selected[ref["name"]] = min(at, selected.get(ref["name"], at))
+    return selected
+
+
 class PvWatch:
     """Every PV the API server reports, with the wall time it was first seen: one watch from
     this process (a LIST each second of thousands of PVs would load the API server more than the
@@ -188,6 +210,16 @@ class PvWatch:
                 if claim.startswith(ns + "/"):
                     out[claim.split("/", 1)[1]].append(pv)
             return dict(out)
+
+    def first_seen_of_claims(self, ns):
+        """{claim name: when its first PV was seen} for the claims of `ns`."""
+        with self.lock:
+            out = {}
+            for pv, claim in self.claim_of.items():
+                if claim.startswith(ns + "/"):
+                    name = claim.split("/", 1)[1]
+                    out[name] = min(self.first_seen[pv], out.get(name, self.first_seen[pv]))
+            return out
 
     def last_seen(self, pvs):
         with self.lock:

@@ -160,11 +160,17 @@ Status Controller::Start() {
   if (!ctx_.node_deployment) {
     nodes_ = std::make_unique<kube::Informer>(ctx_.client, kube::ResourcePath::Core("nodes"));
     nodes_->SetTransform(NodeTopologyView);
+    nodes_->OnEvent([this](const std::string& type, const nlohmann::json& view) {
+      ctx_.TopologyObjectChanged("node", type, view);
+    });
     ctx_.node_cache = nodes_.get();
     if (ctx_.cluster.csinodes) {
       csinodes_ = std::make_unique<kube::Informer>(
           ctx_.client, kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"));
       csinodes_->SetTransform(CsiNodeTopologyView);
+      csinodes_->OnEvent([this](const std::string& type, const nlohmann::json& view) {
+        ctx_.TopologyObjectChanged("csinode", type, view);
+      });
       ctx_.csinode_cache = csinodes_.get();
     }
   }

@@ -117,12 +117,6 @@ StatusOr<bool> ControllerContext::SupportsTopology(const DriverConfig& driver) {
   return supported;
 }
 
-StatusOr<nlohmann::json> ControllerContext::ListNodes() {
-  if (node_cache != nullptr && node_cache->HasSynced()) return nlohmann::json(node_cache->List());
-  auto nodes = client->List(kube::ResourcePath::Core("nodes"));
-  if (!nodes.ok()) return nodes.status().WithContext("listing nodes");
-  return JField(*nodes, "items").is_array() ? (*nodes)["items"] : nlohmann::json::array();
-}
 
 namespace {
 
@@ -159,9 +153,58 @@ StatusOr<bool> ControllerContext::VolumeExists(const std::string& pv_name) {
   return pv.status();
 }
 
-StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const DriverConfig& driver) {
+void ControllerContext::TopologyObjectChanged(const std::string& kind, const std::string& type,
+                                              const nlohmann::json& view) {
+  nlohmann::json without_version = view;
+  if (without_version.contains("metadata")) without_version["metadata"].erase("resourceVersion");
+  const std::string key = kind + "/" + JStr(JField(view, "metadata"), "name");
+  const size_t hash = std::hash<std::string>{}(without_version.dump());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (type == "DELETED") {
+    topology_views_.erase(key);
+  } else {
+    auto [it, inserted] = topology_views_.emplace(key, hash);
+    if (!inserted && it->second == hash) return;  // a heartbeat: nothing the topology reads
+    it->second = hash;
+  }
+  ++topology_changes_;
+}
+
+bool ControllerContext::TopologyCachesSynced() const {
+  return node_cache != nullptr && node_cache->HasSynced() &&
+         (!cluster.csinodes || (csinode_cache != nullptr && csinode_cache->HasSynced()));
+}
+
+StatusOr<std::shared_ptr<const nlohmann::json>> ControllerContext::ListNodes() {
+  if (TopologyCachesSynced()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (topology_memo_.at_change != topology_changes_ || !topology_memo_.nodes) {
+      topology_memo_ = TopologyMemo{topology_changes_,
+                                    std::make_shared<const nlohmann::json>(node_cache->List()),
+                                    {}};
+    }
+    return topology_memo_.nodes;
+  }
+  auto nodes = client->List(kube::ResourcePath::Core("nodes"));
+  if (!nodes.ok()) return nodes.status().WithContext("listing nodes");
+  return std::make_shared<const nlohmann::json>(
+      JField(*nodes, "items").is_array() ? (*nodes)["items"] : nlohmann::json::array());
+}
+
+StatusOr<std::shared_ptr<const RegisteredTopology>> ControllerContext::RegisteredTopologyOf(
+    const DriverConfig& driver) {
+  const bool memoized = TopologyCachesSynced();
   auto nodes = ListNodes();
   if (!nodes.ok()) return nodes.status();
+  uint64_t at_change = 0;
+  if (memoized) {
+    std::lock_guard<std::mutex> lock(mu_);
+    at_change = topology_changes_;
+    if (topology_memo_.at_change == at_change) {
+      auto it = topology_memo_.registered.find(driver.flex_driver);
+      if (it != topology_memo_.registered.end()) return it->second;
+    }
+  }
   nlohmann::json csinodes = nlohmann::json::array();
   if (cluster.csinodes && csinode_cache != nullptr && csinode_cache->HasSynced()) {
     csinodes = nlohmann::json(csinode_cache->List());
@@ -171,7 +214,16 @@ StatusOr<RegisteredTopology> ControllerContext::RegisteredTopologyOf(const Drive
     if (!listed.ok()) return listed.status().WithContext("listing CSINodes");
     if (JField(*listed, "items").is_array()) csinodes = (*listed)["items"];
   }
-  return AggregateTopology(driver.CsiDriver(), *nodes, csinodes, TopologyKeys(driver, ""));
+  auto registered = std::make_shared<const RegisteredTopology>(
+      AggregateTopology(driver.CsiDriver(), **nodes, csinodes, TopologyKeys(driver, "")));
+  if (memoized) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Kept only if nothing changed meanwhile (the node list read belongs to this count too).
+    if (topology_memo_.at_change == at_change && topology_changes_ == at_change) {
+      topology_memo_.registered[driver.flex_driver] = registered;
+    }
+  }
+  return registered;
 }
 
 }  // namespace flexcsi::controller

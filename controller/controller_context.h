@@ -77,10 +77,18 @@ struct ControllerContext {
 
   // Where the driver is registered now (topology.h AggregateTopology over all Nodes and
   // CSINodes; a cluster that does not serve CSINode (before 1.17) is judged by labels only).
-  StatusOr<RegisteredTopology> RegisteredTopologyOf(const DriverConfig& driver);
+  // With the Node and CSINode caches synced, the answer is kept until a Node's labels or a
+  // CSINode's driver entries change (TopologyObjectChanged): one aggregation per change, not one
+  // per claim over every node (at 1,000 nodes and 1,000 claims, a million node views).
+  StatusOr<std::shared_ptr<const RegisteredTopology>> RegisteredTopologyOf(
+      const DriverConfig& driver);
+  // Told of every Node and CSINode event by Controller's handlers (`view` is the cached view).
+  // A heartbeat changes only the resourceVersion and keeps what was computed.
+  void TopologyObjectChanged(const std::string& kind, const std::string& type,
+                             const nlohmann::json& view);
 
-  // The items of the Node list.
-  StatusOr<nlohmann::json> ListNodes();
+  // The items of the Node list (kept as RegisteredTopologyOf's answer is).
+  StatusOr<std::shared_ptr<const nlohmann::json>> ListNodes();
   // A Node (at least its name and labels) from node_cache, else from the API server: a node
   // that joined a moment ago may not be in the cache yet.
   StatusOr<nlohmann::json> Node(const std::string& name);
@@ -90,9 +98,21 @@ struct ControllerContext {
   StatusOr<bool> VolumeExists(const std::string& pv_name);
 
  private:
+  bool TopologyCachesSynced() const;
+
   std::mutex mu_;
   std::map<std::string, std::vector<std::string>> node_info_keys_;  // guarded by mu_
   std::map<std::string, bool> supports_topology_;                   // guarded by mu_
+  // What Node and CSINode views were last seen (kind/name -> hash without resourceVersion), and
+  // a count of their changes; the node list and the topologies computed at that count.
+  std::map<std::string, size_t> topology_views_;                    // guarded by mu_
+  uint64_t topology_changes_ = 0;                                   // guarded by mu_
+  struct TopologyMemo {
+    uint64_t at_change = 0;
+    std::shared_ptr<const nlohmann::json> nodes;
+    std::map<std::string, std::shared_ptr<const RegisteredTopology>> registered;  // per driver
+  };
+  TopologyMemo topology_memo_;                                      // guarded by mu_
 };
 
 // Small accessors for API objects (JStr and JField are in common/json_access.h).

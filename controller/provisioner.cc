@@ -228,7 +228,7 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   inputs.node = node ? &*node : nullptr;
   inputs.source = *source;
   inputs.topology.supported = *supported;
-  std::optional<RegisteredTopology> registered;
+  std::shared_ptr<const RegisteredTopology> registered;
   if (*supported) {
     inputs.topology_keys = ctx_.TopologyKeys(driver, node_name);
     if (node_name.empty()) {
@@ -238,7 +238,7 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
         return r.status();
       }
       registered = std::move(*r);
-      inputs.topology.registered = &*registered;
+      inputs.topology.registered = registered.get();
     }
   }
   auto plan = PlanProvision(inputs);
@@ -334,7 +334,7 @@ void Provisioner::WarnIfNoNodeMatches(const nlohmann::json& claim, const std::st
     spdlog::warn("cannot check the nodeAffinity of PV {}: {}", pv_name, nodes.status().ToString());
     return;
   }
-  if (!NodesMatchingTopology(volume.accessible_topology(), *nodes).empty()) return;
+  if (!NodesMatchingTopology(volume.accessible_topology(), **nodes).empty()) return;
   std::string where;
   for (const auto& topology : volume.accessible_topology()) {
     std::map<std::string, std::string> sorted(topology.segments().begin(),

@@ -1,14 +1,16 @@
 """The previous release's container image, for the multi-node suite's upgrade and downgrade
 (issue #37): this build's test image (tests/deploy/build_test_image.sh, ctest's
-deploy_test_image) with the previous release's flexexec and flexcsi-bridge copied over its own.
-Those binaries are tests/upgrade/build_release.sh's, from the commit CHANGELOG.md names (ctest's
-upgrade_previous_release_build builds them into the cache; nothing is built here).
+deploy_test_image) with the previous release's flexexec, flexcsi-bridge and flexcsi-controller
+copied over its own. Those binaries are tests/upgrade/build_release.sh's, from the commit
+CHANGELOG.md names (ctest's upgrade_previous_release_build builds them into the cache; nothing is
+built here).
 
-Only those two programs are the release's: csi-loopback, the flexcsi CLI (install-driver, which
-copies the image's flexexec into the plugin dir) and flexcsi-controller stay this tree's. The
-skew at stake in a rollout is between flexexec and the bridge (their protocol) and the bridge's
-state database, which these two carry; a whole image of the release would need its .deb built
-from history, minutes of CI for programs whose skew nothing exercises here."""
+Only those three programs are the release's: csi-loopback and the flexcsi CLI (install-driver,
+which copies the image's flexexec into the plugin dir) stay this tree's. The skew at stake in a
+rollout is between flexexec and the bridge (their protocol), the bridge's state database, and
+flexcsi-controller's intent journal and leader-election Lease, which these three carry; a whole
+image of the release would need its .deb built from history, minutes of CI for programs whose
+skew nothing exercises here."""
 import fcntl
 import hashlib
 import os
@@ -19,6 +21,7 @@ import tempfile
 
 # Where the image puts each program (deploy/CMakeLists.txt's install rules).
 IMAGE_PATHS = {"flexcsi-bridge": "/usr/bin/flexcsi-bridge",
+               "flexcsi-controller": "/usr/bin/flexcsi-controller",
                "flexexec": "/usr/lib/flexcsi/flexexec"}
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -52,7 +55,7 @@ def release_binaries():
     if absent:
         raise Missing("release %s's %s not in %s (ctest's upgrade_previous_release_build "
                       "builds them: tests/upgrade/build_release.sh)" % (
-                          release, " and ".join(absent), bin_dir))
+                          release, ", ".join(absent), bin_dir))
     return release, binaries
 
 
@@ -82,7 +85,7 @@ def build_archive(store, image, current_tag, archive):
     try:
         copies = {}
         for program, path in binaries.items():
-            # Without the release build's debug info: 5 MB of layer instead of 24 MB.
+            # Without the release build's debug info (the cache's are -O0 builds): smaller layers.
             copy = os.path.join(context, program)
             run(["strip", "-o", copy, path])
             copies[program] = sha256(copy)

@@ -1,12 +1,15 @@
 // kill -9 of `flexcsi migrate` right after each journaled step (before its write) and right after
 // each step's writes (before the next is journaled), then `apply` again resumes, or `rollback`
-// restores the original PV, binding and replicas exactly. And an API server that goes away
-// mid-run: a clear failure, the journal intact, and a resume once it is back.
+// restores the original PV, binding and replicas exactly; the same across releases, both ways
+// (MigrateReleaseSkewTest). And an API server that goes away mid-run: a clear failure, the
+// journal intact, and a resume once it is back.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -116,9 +119,10 @@ class MigrateCrashTest : public MigrateEnvTest {
     EXPECT_EQ((*dep)["spec"]["replicas"], replicas) << s.crash_at;
   }
 
-  // kill -9 of `crash_binary`'s apply after every step (and after its writes), then this tree's
-  // apply resumes each: the PV is the translated one, the replicas are back.
-  void CrashThenApplyResumes(const std::string& ns, const std::string& crash_binary) {
+  // kill -9 of `crash_binary`'s apply after every step (and after its writes), then
+  // `resume_binary`'s apply resumes each: the PV is the translated one, the replicas are back.
+  void CrashThenApplyResumes(const std::string& ns, const std::string& crash_binary,
+                             const std::string& resume_binary = MigrateBinary()) {
     std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
     ASSERT_FALSE(scenarios.empty());
     std::vector<ToolRun> crashed = RunAll("apply", scenarios, true, crash_binary);
@@ -134,7 +138,7 @@ class MigrateCrashTest : public MigrateEnvTest {
       if (step.back() == '+') step.pop_back();
       EXPECT_EQ((*record)->step, step);
     }
-    std::vector<ToolRun> resumed = RunAll("apply", scenarios, false);
+    std::vector<ToolRun> resumed = RunAll("apply", scenarios, false, resume_binary);
     const translator::Translator translator = RulesTranslator();
     std::vector<std::pair<std::string, std::string>> volumes;
     for (size_t i = 0; i < scenarios.size(); ++i) {
@@ -154,15 +158,17 @@ class MigrateCrashTest : public MigrateEnvTest {
     ExpectNothingLost(*env_, ns, volumes);
   }
 
-  // The same crashes, then this tree's rollback restores the original PV, binding and replicas.
-  void CrashThenRollbackRestores(const std::string& ns, const std::string& crash_binary) {
+  // The same crashes, then `rollback_binary`'s rollback restores the original PV, binding and
+  // replicas.
+  void CrashThenRollbackRestores(const std::string& ns, const std::string& crash_binary,
+                                 const std::string& rollback_binary = MigrateBinary()) {
     std::vector<Scenario> scenarios = Prepare(ns, CrashPoints(ApplySteps()));
     ASSERT_FALSE(scenarios.empty());
     std::vector<ToolRun> crashed = RunAll("apply", scenarios, true, crash_binary);
     for (size_t i = 0; i < scenarios.size(); ++i) {
       EXPECT_EQ(crashed[i].signal, SIGKILL) << scenarios[i].crash_at;
     }
-    std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false);
+    std::vector<ToolRun> rolled = RunAll("rollback", scenarios, false, rollback_binary);
     std::vector<std::pair<std::string, std::string>> volumes;
     for (size_t i = 0; i < scenarios.size(); ++i) {
       const Scenario& s = scenarios[i];
@@ -219,6 +225,95 @@ TEST_F(MigrateReleaseSkewTest, PreviousReleaseKilledAfterEveryStepThenApplyResum
 
 TEST_F(MigrateReleaseSkewTest, PreviousReleaseKilledAfterEveryStepThenRollbackRestores) {
   CrashThenRollbackRestores("skew-rollback", previous_migrate_);
+}
+
+// The downgrade: a migration killed under this tree's flexcsi-migrate is resumed or rolled back
+// by the previous release's. Both write journal schema 4 with the same steps (CHANGELOG.md); what
+// this release writes beyond 0.1.0 is not journaled (the claim-sync annotation on the claim,
+// which the previous release neither reads nor needs: it waits for the PV controller's periodic
+// sync instead).
+TEST_F(MigrateReleaseSkewTest, ThisReleaseKilledAfterEveryStepThenPreviousApplyResumes) {
+  CrashThenApplyResumes("skew-down-resume", MigrateBinary(), previous_migrate_);
+}
+
+TEST_F(MigrateReleaseSkewTest, ThisReleaseKilledAfterEveryStepThenPreviousRollbackRestores) {
+  CrashThenRollbackRestores("skew-down-rollback", MigrateBinary(), previous_migrate_);
+}
+
+// The journal's schema version (PRAGMA user_version of <journal dir>/journal.db), or -1.
+int JournalSchema(const std::string& dir) {
+  sqlite3* db = nullptr;
+  int version = -1;
+  if (sqlite3_open_v2((dir + "/journal.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) ==
+      SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      version = sqlite3_column_int(s, 0);
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return version;
+}
+
+bool SetJournalSchema(const std::string& dir, int version) {
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open_v2((dir + "/journal.db").c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) ==
+                SQLITE_OK &&
+            sqlite3_exec(db, ("PRAGMA user_version = " + std::to_string(version)).c_str(),
+                         nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(db);
+  return ok;
+}
+
+// What the next change of the journal's format will bring: a journal of schema 5, one ahead of
+// what the previous release knows, is refused by it by name before it touches the cluster, the
+// journal and the half-done migration as they were; set back to 4, the previous release resumes.
+TEST_F(MigrateReleaseSkewTest, AJournalOfALaterSchemaIsRefusedByThePreviousReleaseByName) {
+  const std::string ns = "skew-down-schema";
+  std::vector<Scenario> scenarios = Prepare(ns, {"releasing+"});
+  ASSERT_EQ(scenarios.size(), 1u);
+  const Scenario& s = scenarios[0];
+  ASSERT_EQ(RunAll("apply", scenarios, true)[0].signal, SIGKILL);
+  ASSERT_TRUE(SetJournalSchema(s.journal, 5));
+  auto pv_before = env_->Get(Pv(s.pv));
+  ASSERT_TRUE(pv_before.ok());
+
+  for (const std::string command : {"apply", "rollback"}) {
+    ToolRun refused = RunAll(command, scenarios, false, previous_migrate_)[0];
+    SCOPED_TRACE(command + ": " + refused.out + refused.err);
+    EXPECT_NE(refused.exit_code, 0);
+    const std::string said = refused.out + refused.err;
+    std::cout << "previous release's " << command << " on a schema 5 journal: " << said;
+    EXPECT_NE(said.find("schema version 5 was written by a newer flexcsi (this one knows "
+                        "version 4)"),
+              std::string::npos);
+    EXPECT_NE(said.find(s.journal), std::string::npos) << "the refusal names no journal";
+    EXPECT_EQ(JournalSchema(s.journal), 5) << "the refusing release changed the schema version";
+    auto pv_after = env_->Get(Pv(s.pv));
+    ASSERT_TRUE(pv_after.ok());
+    EXPECT_EQ((*pv_after)["metadata"]["resourceVersion"],
+              (*pv_before)["metadata"]["resourceVersion"])
+        << "the refusing release wrote the PV";
+    ExpectReplicas(ns, s, 0);
+  }
+  // Back to the schema both releases write (this tree refuses 5 as well): the step is as the
+  // killed run left it, and the previous release resumes from it.
+  ASSERT_TRUE(SetJournalSchema(s.journal, 4));
+  auto journal = MigrationJournal::OpenForReading(s.journal);
+  ASSERT_TRUE(journal.ok()) << journal.status().ToString();
+  auto record = (*journal)->Get(s.pv);
+  ASSERT_TRUE(record.ok() && record->has_value());
+  EXPECT_EQ((*record)->step, "releasing");
+  journal->reset();
+  ToolRun resumed = RunAll("apply", scenarios, false, previous_migrate_)[0];
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  auto live = env_->Get(Pv(s.pv));
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ((*live)["spec"].contains("csi"), true);
+  ExpectReplicas(ns, s, 1);
+  ExpectNothingLost(*env_, ns, {{s.pv, s.claim}});
 }
 
 // A rollback killed after each of its own steps, then run again, still ends at the original.

@@ -57,6 +57,11 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   size_t n = size * count;
   std::string line(data, n);
   if (line.rfind("HTTP/", 0) == 0) t->response->retry_after.clear();  // a new answer starts
+  if ((line == "\r\n" || line == "\n") && t->request->on_headers) {
+    long code = 0;
+    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+    t->request->on_headers(code);
+  }
   static const char kName[] = "retry-after:";
   if (line.size() > sizeof(kName) - 1 && strncasecmp(line.c_str(), kName, sizeof(kName) - 1) == 0) {
     std::string value = line.substr(sizeof(kName) - 1);

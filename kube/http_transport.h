@@ -42,6 +42,9 @@ struct HttpRequest {
   // When set, the body of a 2xx answer is handed over as it arrives instead of being collected;
   // returning false ends the transfer (the result then says kCancelled).
   std::function<bool(const char* data, size_t size)> on_body;
+  // Called once an answer's headers are complete, with its status code, before its body: a
+  // watch learns that its stream is open although the server may send nothing for minutes.
+  std::function<void(long http_code)> on_headers;
   // Polled every 100 ms or so while the transfer runs; true ends it with kCancelled.
   std::function<bool()> should_cancel;
 };

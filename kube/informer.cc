@@ -80,6 +80,7 @@ void Informer::Run(const std::atomic<bool>& stop) {
         if (fresh.find(key) == fresh.end()) gone.push_back(old);
       }
       cache_ = fresh;
+      resource_version_ = resource_version;
     }
     // Handlers run without the lock held, so they may call List()/Get() on this informer.
     for (const Json& object : gone) notify("DELETED", object);
@@ -95,10 +96,15 @@ void Informer::Run(const std::atomic<bool>& stop) {
       // Like client-go's reflector: 5 to 10 minutes, so many watchers do not end together.
       watch.timeout_seconds = 300 + static_cast<int>(random() % 300);
       watch.stop = &stop;
+      watch.on_open = [this] { watching_ = true; };
       Status s = client_->Watch(collection_, watch, [&](const WatchEvent& event) {
         std::string rv = ResourceVersionOf(event.object);
         if (!rv.empty()) resource_version = rv;
-        if (event.type == "BOOKMARK") return true;
+        if (event.type == "BOOKMARK") {
+          std::lock_guard<std::mutex> lock(mutex_);
+          resource_version_ = resource_version;
+          return true;
+        }
         const Json object = transform_ ? transform_(event.object) : event.object;
         std::string key = KeyOf(object);
         {
@@ -108,10 +114,14 @@ void Informer::Run(const std::atomic<bool>& stop) {
           } else {
             cache_[key] = object;
           }
+          resource_version_ = resource_version;
         }
         notify(event.type, object);
         return !stop.load();
       });
+      // Until the next stream opens (a resumed one waits for the rate limit too), changes do not
+      // reach the cache.
+      watching_ = false;
       if (stop.load()) return;
       RecordError(s);
       if (s.ok()) {
@@ -144,6 +154,13 @@ std::optional<Json> Informer::Get(const std::string& key) const {
 }
 
 bool Informer::HasSynced() const { return synced_; }
+
+bool Informer::Watching() const { return watching_; }
+
+std::string Informer::ResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return resource_version_;
+}
 
 Status Informer::LastError() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -41,6 +41,15 @@ class Informer {
   std::vector<nlohmann::json> List() const;
   std::optional<nlohmann::json> Get(const std::string& key) const;
   bool HasSynced() const;
+  // True while a watch stream is open on the listed cache (its 2xx answer arrived): every
+  // change then reaches the cache within the stream's latency. False before the first list,
+  // between one stream and the next, and for good where watches are refused (403: the cache is
+  // then only re-listed with backoff, and may be tens of seconds old). Callers that must not act
+  // on an old cache read the server instead while this is false.
+  bool Watching() const;
+  // The resourceVersion the cache reflects: its list's, then each event's and bookmark's. Empty
+  // before the first list.
+  std::string ResourceVersion() const;
   // Why the last list or watch failed (OK once one succeeded again), for callers that wait for
   // HasSynced and want to say why it is taking long (e.g. 403 Forbidden: missing RBAC).
   Status LastError() const;
@@ -56,6 +65,8 @@ class Informer {
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> cache_;
   std::atomic<bool> synced_{false};
+  std::atomic<bool> watching_{false};
+  std::string resource_version_;  // REQUIRES mutex_
   Status last_error_;  // REQUIRES mutex_
 };
 

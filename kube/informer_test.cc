@@ -174,6 +174,24 @@ TEST_F(InformerTest, CacheFollowsEventsAcrossPagedList) {
   EXPECT_FALSE(h.informer().Get(h.Key("page-0")).has_value());
 }
 
+// Watching() says a stream is open although an idle collection sends nothing, and the cache's
+// resourceVersion reaches every event's: what a reader that must see its own writes waits for.
+TEST_F(InformerTest, WatchingOnceTheStreamOpensAndVersionFollowsEvents) {
+  InformerHarness h(client_.get(), ns_);
+  EXPECT_FALSE(h.informer().Watching());
+  h.Start();
+  ASSERT_TRUE(WaitFor([&] { return h.informer().Watching(); }));
+  EXPECT_TRUE(h.informer().HasSynced());
+  EXPECT_FALSE(h.informer().ResourceVersion().empty());
+  auto made = client_->Create(ConfigMaps(), LabelledConfigMap("new"));
+  ASSERT_TRUE(made.ok());
+  const std::string rv = (*made)["metadata"]["resourceVersion"];
+  ASSERT_TRUE(WaitFor([&] { return h.informer().ResourceVersion() == rv; }));
+  EXPECT_TRUE(h.informer().Get(h.Key("new")).has_value());
+  h.Stop();
+  EXPECT_FALSE(h.informer().Watching());
+}
+
 TEST_F(InformerTest, RelistReportsObjectsDeletedMeanwhile) {
   ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("stays")).ok());
   ASSERT_TRUE(client_->Create(ConfigMaps(), LabelledConfigMap("goes")).ok());

@@ -408,6 +408,11 @@ Status KubeClient::Watch(const ResourcePath& collection, const WatchOptions& opt
     request.timeout = std::chrono::seconds(options.timeout_seconds + 60);
   }
   request.should_cancel = [&] { return options.stop != nullptr && options.stop->load(); };
+  if (options.on_open) {
+    request.on_headers = [&](long code) {
+      if (code >= 200 && code < 300) options.on_open();
+    };
+  }
   request.on_body = [&](const char* data, size_t size) {
     Status s = decoder.Feed(data, size, [&](const std::string& text) {
       StatusOr<Json> value = ParseJsonText(text);

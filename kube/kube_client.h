@@ -76,6 +76,9 @@ struct WatchOptions {
   // kCancelled.
   // Not owned; must outlive the call. (The Informer's Run(stop) passes its flag here.)
   const std::atomic<bool>* stop = nullptr;
+  // Called when the server has answered 2xx and the stream is open, before any event (an idle
+  // collection may send none for minutes). May be empty.
+  std::function<void()> on_open;
 };
 
 // Why an API call failed, as the server said it. Status codes map from HTTP:

@@ -3,6 +3,7 @@
 // generated objects; ListClusterObjects is the one place that lists them from a server.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct ClusterObjects {
   // Read by the leftovers check, and by plan/apply where no CSINode v1 is served
   // (ListDriverRegistrations).
   std::vector<nlohmann::json> nodes;
+  // Drivers registered on some node, as CSINodes or Nodes list them, when known without the
+  // objects (apply's watched caches, watched_objects.h); added to those the objects list.
+  std::set<std::string> node_drivers;
 };
 
 // Lists everything `plan` needs. Namespaced kinds are listed in `namespace_` only when it is

@@ -25,6 +25,7 @@
 #include "migrate/rollback_selection.h"
 #include "migrate/storage_class_mover.h"
 #include "migrate/storage_class_selection.h"
+#include "migrate/watched_objects.h"
 #include "translator/flexvolume_rules.h"
 #include "translator/translator.h"
 
@@ -166,6 +167,10 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return kExitOk;
 }
 
+// How long apply and rollback wait for their watches to open before the first PV; kinds not
+// watched by then are listed per PV until they are.
+constexpr std::chrono::seconds kWatchStartTimeout{60};
+
 bool Confirm(const std::string& question, bool yes, std::istream& in, std::ostream& err) {
   if (yes) return true;
   if (&in != &std::cin || !::isatty(STDIN_FILENO)) {
@@ -304,7 +309,16 @@ int RunApplyOrRollback(bool rollback, const std::vector<std::string>& args, std:
     options.progress = [&board](const std::string& pv, const std::string& what) {
       board.Step(pv, what);
     };
-    PvMover mover(client->get(), journal.get(), &*translator, options);
+    // What every PV's steps read, watched once for the run instead of listed per PV (a dry run
+    // waits for nothing and reads each PV once).
+    std::unique_ptr<WatchedObjects> watched;
+    if (!dry_run && !names.empty()) {
+      watched = std::make_unique<WatchedObjects>(client->get(), f.kube.namespace_);
+      watched->Start(kWatchStartTimeout);
+      const std::string summary = watched->Summary();
+      if (summary.find(';') != std::string::npos) board.Note(summary);
+    }
+    PvMover mover(client->get(), journal.get(), &*translator, options, watched.get());
     ParallelMover runner(client->get(), journal.get(), &mover, parallel,
                          [&board](const std::string& line) { board.Note(line); });
     runner.on_result = [&board](const MoveResult& r) { board.Finished(r); };

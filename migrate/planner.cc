@@ -153,6 +153,7 @@ ClusterIndex::ClusterIndex(const ClusterObjects& o) {
     hpa_by_target_[kind + "/" + Key(NamespaceOf(h), name)] = &h;
   }
   for (const auto& d : o.csidrivers) csidrivers_.insert(NameOf(d));
+  node_drivers_.insert(o.node_drivers.begin(), o.node_drivers.end());
   for (const auto& n : o.csinodes) {
     const json::json_pointer drivers("/spec/drivers");
     if (!n.is_object() || !n.contains(drivers) || !n.at(drivers).is_array()) continue;

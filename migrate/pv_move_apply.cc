@@ -36,8 +36,9 @@ Status PvMover::Run::ApplyStep(const std::string& step) {
           return true;
         },
         "set reclaim policy " + policy));
-    // Confirmed by a re-read, not by the update's answer.
-    auto live = GetPv();
+    // Confirmed by a re-read, not by the update's answer: the watched copy once it shows the
+    // update (ReadPv waits for it), else a GET.
+    auto live = ReadPv();
     if (!live.ok()) return live.status();
     if (!*live || Str(**live, kReclaim) != policy) {
       return Internal("PV " + pv_name_ + " does not show reclaim policy " + policy +
@@ -68,7 +69,7 @@ Status PvMover::Run::ApplyStep(const std::string& step) {
     return WaitNotBound();
   }
   if (step == "deleting-old") {
-    auto live = GetPv();
+    auto live = ReadPv();
     if (!live.ok()) return live.status();
     if (Classify(*live) == PvKind::kTarget) return Status::Ok();  // already further
     return DeletePvSafely(PvKind::kOriginal);
@@ -114,7 +115,9 @@ MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
       return Refuse("PV " + pv_name_ + " has no in-tree or FlexVolume source" +
                     (pv.value("spec", json::object()).contains("csi") ? " (already CSI)" : ""));
     }
-    auto plan = FreshPlan(pv);
+    // The claim read fresh for the plan is the one journaled.
+    std::optional<json> claim;
+    auto plan = FreshPlan(pv, true, &claim);
     if (!plan.ok()) return Fail(plan.status());
     result_.claim = plan->ClaimKey();
     result_.csi_driver = plan->csi_driver;
@@ -129,10 +132,8 @@ MoveResult PvMover::Run::Apply(const WorkloadGroupRecord* group) {
     rec_.pv_name = pv_name_;
     rec_.direction = "apply";
     rec_.original_pv = pv;
-    auto claim = client_.Get(ResourcePath::Core("persistentvolumeclaims", plan->claim_namespace)
-                                 .Named(plan->claim_name));
-    if (!claim.ok()) return Fail(claim.status());
-    rec_.original_pvc = *claim;
+    if (!claim) return Refuse("claim " + plan->ClaimKey() + " does not exist");
+    rec_.original_pvc = std::move(*claim);
     rec_.target_pv = plan->target_pv;
     rec_.original_reclaim_policy = plan->reclaim_policy.empty() ? "Retain" : plan->reclaim_policy;
     rec_.release_uid = NewReleaseUid();

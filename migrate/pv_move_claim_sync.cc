@@ -53,8 +53,10 @@ void PvMover::Run::RequestClaimSync(const json& claim) {
                        {{"uid", UidOf(claim)},
                         {"annotations",
                          {{kClaimSyncAnnotation, pv_name_ + " " + std::to_string(stamp)}}}}}};
-  (void)client_.Patch(ResourcePath::Core("persistentvolumeclaims", ClaimNs()).Named(ClaimName()),
-                      kube::PatchType::kMerge, patch);
+  auto patched =
+      client_.Patch(ResourcePath::Core("persistentvolumeclaims", ClaimNs()).Named(ClaimName()),
+                    kube::PatchType::kMerge, patch);
+  if (patched.ok()) SawClaim(*patched);
 }
 
 }  // namespace flexcsi::migrate

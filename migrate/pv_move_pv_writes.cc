@@ -47,7 +47,9 @@ bool Terminating(const json& obj) {
 Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
                             const std::string& what) {
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto live = GetPv();
+    // The watched copy first (the update carries its resourceVersion, so a copy the server has
+    // moved past gets 409), the server's after a conflict.
+    auto live = attempt == 0 ? ReadPv() : GetPv();
     if (!live.ok()) return live.status();
     if (!*live)
       return NotFound("PV " + pv_name_ + " does not exist (while trying to " + what + ")");
@@ -57,7 +59,10 @@ Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
     if (!*change) return Status::Ok();
     MaybeHoldForTest();
     auto updated = client_.Update(Pvs().Named(pv_name_), pv);
-    if (updated.ok()) return Status::Ok();
+    if (updated.ok()) {
+      SawPv(*updated);
+      return Status::Ok();
+    }
     if (!kube::IsConflict(updated.status())) {
       return updated.status().WithContext(what + " on PV " + pv_name_);
     }
@@ -70,7 +75,7 @@ Status PvMover::Run::EditPv(const std::function<StatusOr<bool>(json& pv)>& edit,
 Status PvMover::Run::DeletePvSafely(PvKind expected) {
   return Wait(
       [&]() -> StatusOr<bool> {
-        auto live = GetPv();
+        auto live = ReadPv();
         if (!live.ok()) return live.status();
         if (!*live) return true;
         const PvKind kind = Classify(*live);
@@ -96,6 +101,8 @@ Status PvMover::Run::DeletePvSafely(PvKind expected) {
               !kube::IsConflict(deleted.status())) {
             return deleted.status().WithContext("delete PV " + pv_name_);
           }
+          // Kept by finalizers: the answer is the PV, now Terminating.
+          if (deleted.ok() && deleted->value("kind", "") == "PersistentVolume") SawPv(*deleted);
           return false;  // re-read: gone, terminating, or changed (409)
         }
         // Terminating. The finalizers left that guard nothing here go, as their controllers
@@ -126,8 +133,9 @@ Status PvMover::Run::DeletePvSafely(PvKind expected) {
 }
 
 Status PvMover::Run::CreatePv(const json& object, PvKind expected) {
+  bool from_server = false;  // after AlreadyExists: the watched copy may not show it yet
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto live = GetPv();
+    auto live = from_server ? GetPv() : ReadPv();
     if (!live.ok()) return live.status();
     const PvKind kind = Classify(*live);
     if (kind == expected) {
@@ -149,10 +157,14 @@ Status PvMover::Run::CreatePv(const json& object, PvKind expected) {
     pv["spec"]["claimRef"]["namespace"] = ClaimNs();
     pv["spec"]["claimRef"]["name"] = ClaimName();
     auto created = client_.Create(Pvs(), pv);
-    if (created.ok()) continue;  // re-read: records the uid
+    if (created.ok()) {
+      SawPv(*created);
+      continue;  // re-read: records the uid
+    }
     if (!kube::IsAlreadyExists(created.status())) {
       return created.status().WithContext("create PV " + pv_name_);
     }
+    from_server = true;
   }
   return Aborted("PV " + pv_name_ + " kept appearing and disappearing while creating it");
 }

@@ -4,7 +4,7 @@
 namespace flexcsi::migrate {
 
 Status PvMover::Run::RollbackStep(const std::string& step) {
-  auto live = GetPv();
+  auto live = ReadPv();
   if (!live.ok()) return live.status();
   const PvKind kind = Classify(*live);
   if (kind == PvKind::kOther) {
@@ -20,7 +20,7 @@ Status PvMover::Run::RollbackStep(const std::string& step) {
           return true;
         },
         "set reclaim policy " + policy));
-    auto again = GetPv();
+    auto again = ReadPv();  // the watched copy once it shows the update, else a GET
     if (!again.ok()) return again.status();
     if (*again && Classify(*again) == expected && Str(**again, kReclaim) != policy) {
       return Internal("PV " + pv_name_ + " does not show reclaim policy " + policy);
@@ -120,7 +120,7 @@ MoveResult PvMover::Run::Rollback(const WorkloadGroupRecord* group) {
   // The in-use rule of apply, before anything is written (the journal included). Pods of
   // workloads in rec_.workloads are ours: scaled down by this migration (apply not finished, or
   // this run's group).
-  auto plan = FreshPlan(rec_.original_pv);
+  auto plan = FreshPlan(rec_.original_pv, false);
   if (!plan.ok()) return Fail(plan.status());
   const std::string refusal = InUseRefusal(PodsNotOurs(*plan), m_->options_.scale_down);
   if (!refusal.empty()) return Refuse(refusal);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "migrate/pv_mover.h"
+#include "migrate/watched_objects.h"
 #include "migrate/workload_scaler.h"
 
 namespace flexcsi::migrate {
@@ -59,14 +60,23 @@ class PvMover::Run {
   enum class PvKind { kAbsent, kOriginal, kTarget, kOther };
 
   // --- reads ---
-  StatusOr<std::optional<json>> GetPv() {
-    auto pv = client_.Get(Pvs().Named(pv_name_));
-    if (!pv.ok()) {
-      if (kube::IsNotFound(pv.status())) return std::optional<json>();
-      return pv.status().WithContext("read PV " + pv_name_);
-    }
-    return std::optional<json>(std::move(*pv));
-  }
+  // Every read of the PV and the claim remembers the newest resourceVersion this run has seen of
+  // it (its own writes' answers included); a watched copy older than that is never used, so a
+  // run always sees its own writes (watched_objects.h).
+  // The PV as the server has it now (a GET).
+  StatusOr<std::optional<json>> GetPv();
+  // The watched PV once the cache has caught up with what this run has seen; else GetPv(). For
+  // decisions whose writes carry the copy's resourceVersion or that only wait.
+  StatusOr<std::optional<json>> ReadPv();
+  // The claim ns/name: from the server (`fresh`), else the watched copy as ReadPv; kNotFound
+  // when it does not exist.
+  StatusOr<json> ReadClaimAt(const std::string& ns, const std::string& name, bool fresh);
+  void SawPv(const json& pv) { Saw(pv, &pv_seen_rv_); }
+  void SawClaim(const json& claim) { Saw(claim, &claim_seen_rv_); }
+  static void Saw(const json& object, std::string* seen);
+  // Waits a moment for `cached` to answer (the cache catching up with this run's own writes)
+  // while `watching`; false when it does not.
+  bool AwaitCache(const std::function<bool()>& cached, const std::function<bool()>& watching);
   PvKind Classify(const std::optional<json>& live) const {
     if (!live) return PvKind::kAbsent;
     const json& spec = (*live).value("spec", json::object());
@@ -96,9 +106,12 @@ class PvMover::Run {
   }
   std::string ClaimNs() const { return NamespaceOf(rec_.original_pvc); }
   std::string ClaimName() const { return NameOf(rec_.original_pvc); }
-  StatusOr<json> GetClaim() {
-    auto c =
-        client_.Get(ResourcePath::Core("persistentvolumeclaims", ClaimNs()).Named(ClaimName()));
+  // The journaled claim, checked to be the same claim (uid): from the server (GetClaim, before
+  // its uid is written into a PV) or the watched copy (ReadClaim, while waiting).
+  StatusOr<json> GetClaim() { return CheckedClaim(true); }
+  StatusOr<json> ReadClaim() { return CheckedClaim(false); }
+  StatusOr<json> CheckedClaim(bool fresh) {
+    auto c = ReadClaimAt(ClaimNs(), ClaimName(), fresh);
     if (!c.ok()) return c.status().WithContext("read claim " + rec_.ClaimKey());
     if (UidOf(*c) != UidOf(rec_.original_pvc)) {
       return FailedPrecondition("claim " + rec_.ClaimKey() + " was deleted and re-created (uid " +
@@ -107,8 +120,11 @@ class PvMover::Run {
     }
     return c;
   }
-  // Fresh objects around one PV, planned with the same code as `migrate plan`.
-  StatusOr<VolumePlan> FreshPlan(const json& pv);
+  // Fresh objects around one PV, planned with the same code as `migrate plan`: its claim from
+  // the server (`fresh_claim`, put in `claim_read`) or as ReadClaimAt, the pods, ReplicaSets,
+  // HPAs and driver registrations from the watched caches (else listed, as before).
+  StatusOr<VolumePlan> FreshPlan(const json& pv, bool fresh_claim,
+                                 std::optional<json>* claim_read = nullptr);
   StatusOr<std::vector<json>> PodsHoldingClaim();
   StatusOr<bool> VolumeStillAttached();
   StatusOr<bool> VolumeAttachmentRemains();
@@ -138,6 +154,8 @@ class PvMover::Run {
   Status RestoreReplicas();
   Status WaitBound(PvKind expected);
   Status WaitNotBound();
+  // Re-checks `done` until it is true: at each change of the watched caches when its last check
+  // read no server, else polling (MoveOptions' intervals).
   Status Wait(const std::function<StatusOr<bool>()>& done, const std::string& what);
   // Has the PV controller sync `claim` now instead of at its next periodic sync, by writing
   // kClaimSyncAnnotation; at most every few seconds. Best effort (pv_move_claim_sync.cc says
@@ -196,6 +214,8 @@ class PvMover::Run {
   // this run only checks and waits. Apply: whenever the row names a group (an apply member is
   // always resumed with its group). Rollback: when this run rolls back with its group.
   bool group_scales_ = false;
+  std::string pv_seen_rv_, claim_seen_rv_;  // see "reads" above
+  uint64_t server_reads_ = 0;  // GETs and LISTs this run sent: Wait polls while they happen
   bool claim_sync_requested_ = false;
   std::chrono::steady_clock::time_point last_claim_sync_;
 };

@@ -8,13 +8,13 @@ namespace flexcsi::migrate {
 // journal keeps the replicas read first (it may be at 0 by now, scaled down by this migration).
 Status PvMover::Run::RecordWorkloads() {
   if (rec_.direction == "apply") {
-    auto live = GetPv();
+    auto live = ReadPv();
     if (!live.ok()) return live.status();
     if (Classify(*live) != PvKind::kOriginal) {
       return FailedPrecondition("PV " + pv_name_ + " changed before scale-down");
     }
   }
-  auto plan = FreshPlan(rec_.original_pv);
+  auto plan = FreshPlan(rec_.original_pv, false);
   if (!plan.ok()) return plan.status();
   const std::vector<PodRef> others = PodsNotOurs(*plan);
   if (group_scales_ && !others.empty()) {

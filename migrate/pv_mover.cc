@@ -101,8 +101,13 @@ Status PvMover::Run::RunSteps(const std::vector<std::string>& steps,
 }
 
 PvMover::PvMover(kube::KubeClient* client, MigrationJournal* journal,
-                 const translator::Translator* translator, MoveOptions options)
-    : client_(client), journal_(journal), translator_(translator), options_(std::move(options)) {}
+                 const translator::Translator* translator, MoveOptions options,
+                 const WatchedObjects* watched)
+    : client_(client),
+      journal_(journal),
+      translator_(translator),
+      options_(std::move(options)),
+      watched_(watched) {}
 
 MoveResult PvMover::Apply(const std::string& pv_name, const WorkloadGroupRecord* group) {
   return Run(this, pv_name).Apply(group);

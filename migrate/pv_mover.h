@@ -112,11 +112,16 @@ const std::vector<std::string>& RollbackSteps();
 std::vector<std::string> ApplyStepsFor(bool writes_secret);
 std::vector<std::string> RollbackStepsFor(bool writes_secret);
 
+class WatchedObjects;
+
 class PvMover {
  public:
-  // `journal` may be null only with dry_run. All pointers must outlive the mover.
+  // `journal` may be null only with dry_run. `watched`: the caches the run's reads are served
+  // from (watched_objects.h), or null to read everything from the server. All pointers must
+  // outlive the mover.
   PvMover(kube::KubeClient* client, MigrationJournal* journal,
-          const translator::Translator* translator, MoveOptions options);
+          const translator::Translator* translator, MoveOptions options,
+          const WatchedObjects* watched = nullptr);
 
   // `group`: the PV moves as a member of that workload group, which has scaled its workloads to
   // 0 and restores them once every member is settled (see WorkloadGroupRecord): this PV's
@@ -135,6 +140,7 @@ class PvMover {
   MigrationJournal* journal_;
   const translator::Translator* translator_;
   MoveOptions options_;
+  const WatchedObjects* watched_;
 };
 
 // FLEXCSI_MIGRATE_CRASH_AFTER=<step> SIGKILLs the process right after <step> is journaled (before

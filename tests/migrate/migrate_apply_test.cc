@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <thread>
 
 #include "migrate/cluster_objects.h"
@@ -268,6 +270,102 @@ TEST_F(MigrateApplyTest, SecondConcurrentRunIsRefused) {
   ToolRun first = MigrateEnv::Wait(pid, hold + "/run");
   EXPECT_EQ(first.exit_code, 0) << first.out << first.err;
   ExpectNothingLost(*env_, ns_, {{pv, "data"}});
+}
+
+// The reads the server saw, by verb and resource (/_fake/reads), and sums over them.
+std::map<std::string, int> Reads(MigrateEnv& env) {
+  std::map<std::string, int> out;
+  auto got = env.Control("GET", "reads");
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  if (!got.ok()) return out;
+  for (auto it = (*got)["counts"].begin(); it != (*got)["counts"].end(); ++it) {
+    out[it.key()] = it->get<int>();
+  }
+  return out;
+}
+int CountVerb(const std::map<std::string, int>& after, const std::map<std::string, int>& before,
+              const std::string& verb) {
+  int n = 0;
+  for (const auto& [key, count] : after) {
+    if (key.rfind(verb + " ", 0) != 0) continue;
+    auto was = before.find(key);
+    n += count - (was == before.end() ? 0 : was->second);
+  }
+  return n;
+}
+
+// Issue #36: apply reads the pods, nodes, CSINodes, VolumeAttachments, ... of the cluster once
+// per run (watched), not once per PV, and waits on the watched PVs and claims instead of polling
+// them: 12 PVs cost the lists of 3, and far fewer PV and claim reads than the ~25 a PV of before.
+TEST_F(MigrateApplyTest, ListsDoNotGrowWithThePvs) {
+  const std::string more = (ns_ + "-more").substr(0, 60);
+  ASSERT_TRUE(env_->CreateNamespace(more).ok());
+  std::vector<std::pair<std::string, std::string>> few, many;
+  for (int i = 0; i < 3; ++i) {
+    few.push_back({PvName("few-" + std::to_string(i)), "claim-" + std::to_string(i)});
+  }
+  for (int i = 0; i < 12; ++i) {
+    many.push_back({(more + "-" + std::to_string(i)).substr(0, 60), "claim-" + std::to_string(i)});
+  }
+  const json source = AllSources()[0].second;  // awsElasticBlockStore
+  int n = 0;
+  for (const auto& [batch, ns] : {std::pair{&few, ns_}, std::pair{&many, more}}) {
+    for (const auto& [pv, claim] : *batch) {
+      auto made = env_->CreateBoundVolume(ns, pv, claim, "awsElasticBlockStore",
+                                          DistinctSource(source, ++n), "Delete");
+      ASSERT_TRUE(made.ok()) << made.status().ToString();
+    }
+  }
+  auto move = [&](const std::string& ns, size_t count) {
+    const auto before = Reads(*env_);
+    ToolRun run = env_->Run({"apply", "--yes", "--journal", journal_ + "-" + ns, "--timeout",
+                             "20", "--rules", env_->rules_path(), "--all", "-n", ns,
+                             "--parallel", "4"});
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    const auto after = Reads(*env_);
+    const int lists = CountVerb(after, before, "list");
+    const int gets = CountVerb(after, before, "get");
+    std::cout << count << " PVs: " << lists << " lists, " << gets << " gets, "
+              << CountVerb(after, before, "watch") << " watches" << std::endl;
+    return std::pair{lists, gets};
+  };
+  const auto [few_lists, few_gets] = move(ns_, few.size());
+  const auto [many_lists, many_gets] = move(more, many.size());
+  ExpectNothingLost(*env_, ns_, few);
+  ExpectNothingLost(*env_, more, many);
+  // The run's own lists (the plan of --all, each watch's first list, a re-list if a stream
+  // broke), whatever the number of PVs; before, 16 a PV.
+  EXPECT_LE(many_lists, few_lists + 4);
+  EXPECT_LE(many_lists, 40);
+  // Before, 25 GETs a PV (polls of the PV and claim); now the fresh reads before the first
+  // write and the claim before the create, a few more on a slow machine (a cache that took over
+  // 2 s to show a write is read from the server instead).
+  EXPECT_LE(many_gets, static_cast<int>(many.size()) * 8) << many_gets;
+  (void)few_gets;
+}
+
+// A role without `watch` (403 on every watch): apply lists per PV as before, and moves.
+TEST_F(MigrateApplyTest, RefusedWatchesFallBackToListsPerPv) {
+  std::vector<std::pair<std::string, std::string>> volumes;
+  for (int i = 0; i < 2; ++i) {
+    volumes.push_back({PvName("nowatch-" + std::to_string(i)), "claim-" + std::to_string(i)});
+    auto made = env_->CreateBoundVolume(ns_, volumes.back().first, volumes.back().second,
+                                        "awsElasticBlockStore",
+                                        DistinctSource(AllSources()[0].second, 100 + i), "Delete");
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+  }
+  ASSERT_TRUE(env_->Control("POST", "fail", {{"count", 1000000}, {"code", 403},
+                                             {"watchOnly", true}})
+                  .ok());
+  const auto before = Reads(*env_);
+  ToolRun run = env_->Run(Apply({"--all", "-n", ns_}));
+  ASSERT_TRUE(env_->Control("POST", "fail", {{"clear", true}}).ok());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.err.find("read per PV instead"), std::string::npos) << run.err;
+  const auto after = Reads(*env_);
+  // The quiet check lists pods, nodes and VolumeAttachments for each PV again.
+  EXPECT_GE(CountVerb(after, before, "list"), 6 * static_cast<int>(volumes.size()));
+  ExpectNothingLost(*env_, ns_, volumes);
 }
 
 }  // namespace

@@ -16,11 +16,12 @@ class FailureInjector(object):
 
     def add(self, rule):
         code = int(rule.get("code", 500))
-        if code not in (429, 500, 502, 503, 504):
-            raise errors.bad_request("code must be one of 429, 500, 502, 503, 504")
+        if code not in (403, 429, 500, 502, 503, 504):
+            raise errors.bad_request("code must be one of 403, 429, 500, 502, 503, 504")
         entry = {"count": int(rule.get("count", 1)), "code": code,
                  "retryAfterSeconds": int(rule.get("retryAfterSeconds", 1)),
-                 "method": rule.get("method") or "", "pathContains": rule.get("pathContains") or ""}
+                 "method": rule.get("method") or "", "pathContains": rule.get("pathContains") or "",
+                 "watchOnly": bool(rule.get("watchOnly"))}
         with self._lock:
             self._rules.append(entry)
         return entry
@@ -29,7 +30,7 @@ class FailureInjector(object):
         with self._lock:
             self._rules = []
 
-    def check(self, method, path):
+    def check(self, method, path, watching=False):
         with self._lock:
             for rule in self._rules:
                 if rule["count"] <= 0:
@@ -37,6 +38,8 @@ class FailureInjector(object):
                 if rule["method"] and rule["method"].upper() != method:
                     continue
                 if rule["pathContains"] and rule["pathContains"] not in path:
+                    continue
+                if rule["watchOnly"] and not watching:
                     continue
                 rule["count"] -= 1
                 code = rule["code"]
@@ -46,6 +49,11 @@ class FailureInjector(object):
             self._rules = [r for r in self._rules if r["count"] > 0]
         if code == 429:
             raise errors.too_many_requests(rule["retryAfterSeconds"])
+        if code == 403:
+            # as RBAC answers a verb the user's roles do not grant
+            raise errors.ApiError(403, "Forbidden", "%s is forbidden: User cannot %s it "
+                                  "(injected by /_fake/fail)" % (path, "watch" if watching
+                                                                  else method.lower()))
         if code == 503:
             raise errors.ApiError(503, "ServiceUnavailable", "the server is currently unable to "
                                   "handle the request (injected by /_fake/fail)",
@@ -56,6 +64,25 @@ class FailureInjector(object):
                                   "the time allotted (injected by /_fake/fail)")
         raise errors.ApiError(code, "InternalError", "Internal error occurred: injected failure "
                               "(/_fake/fail)")
+
+
+class ReadCounter(object):
+    """Every read of the API by verb and resource ("list pods", "get persistentvolumes/scale",
+    "watch nodes"): the audit log records writes only, and a test of how a client reads (lists
+    per object, or one watch) needs the reads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts = {}
+
+    def record(self, verb, plural, subresource=""):
+        key = "%s %s%s" % (verb, plural, "/" + subresource if subresource else "")
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+    def counts(self):
+        with self._lock:
+            return dict(self._counts)
 
 
 class Control(object):
@@ -74,6 +101,8 @@ class Control(object):
         if action == "audit" and method == "GET":
             since = int(params.get("since") or 0)
             return 200, {"items": fake.audit.since(since)}
+        if action == "reads" and method == "GET":
+            return 200, {"counts": fake.reads.counts()}
         if method != "POST" and not (action == "controllers" and method == "GET"):
             raise errors.method_not_allowed()
         if action == "fail":

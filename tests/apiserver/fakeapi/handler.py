@@ -144,7 +144,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             if field_validation not in ("Strict", "Warn", "Ignore"):
                 raise errors.bad_request('fieldValidation must be one of "Ignore", "Warn" or '
                                          '"Strict", got "%s"' % field_validation)
-            self.fake.before_request(method, url.path)
+            self.fake.before_request(method, url.path,
+                                     params.get("watch") in ("1", "true", "True")
+                                     or "/watch/" in url.path)
             self._api(method, url.path, params, raw, user)
         except errors.ApiError as e:
             self._send_error(e)
@@ -230,6 +232,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         rtype = r.rtype
         if method in ("GET", "HEAD"):
             watching = params.get("watch") in ("1", "true", "True")
+            self.fake.reads.record("watch" if watching else "get" if r.name else "list",
+                                   rtype.plural, r.subresource)
             if r.name and watching and not r.subresource:
                 # Watching a named path watches the collection narrowed to that name.
                 selector = "metadata.name=" + r.name

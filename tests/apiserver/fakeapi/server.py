@@ -10,7 +10,7 @@ from http.server import ThreadingHTTPServer
 from . import tls_material
 from .api_ops import Api
 from .audit import Audit
-from .control import Control, FailureInjector
+from .control import Control, FailureInjector, ReadCounter
 from .controllers.base import ControllerManager
 from .handler import ApiHandler
 from .open_watches import OpenWatches
@@ -70,6 +70,7 @@ class FakeApiServer(object):
         self.audit = Audit()
         self.api = Api(self.registry, self.store, self.audit)
         self.failures = FailureInjector()
+        self.reads = ReadCounter()
         self.control = Control(self)
         self.delays = dict(controller_delays or {})
         self.csi_attacher = csi_attacher  # run the csi-attacher stand-in (VolumeAttachments)
@@ -124,10 +125,10 @@ class FakeApiServer(object):
 
     # ---- per request ----
 
-    def before_request(self, method, path):
+    def before_request(self, method, path, watching=False):
         if self.delay_ms:
             time.sleep(self.delay_ms / 1000.0)
-        self.failures.check(method, path)
+        self.failures.check(method, path, watching)
 
     # ---- discovery ----
 

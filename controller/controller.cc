@@ -230,8 +230,14 @@ bool Controller::Healthy() const {
 
 void Controller::ResyncAll() {
   Enqueue("journal");
-  for (const auto& o : claims_->List()) Enqueue("claim", o);
-  for (const auto& o : volumes_->List()) Enqueue("pv", o);
+  // Only what may have work: with 10,000 bound claims, queueing every claim and PV every 30 s
+  // put new claims behind 20,000 keys that Process would drop at once.
+  for (const auto& o : claims_->List()) {
+    if (!Settled(o) && !Provisioned(o)) Enqueue("claim", o);
+  }
+  for (const auto& o : volumes_->List()) {
+    if (Deleter::MayNeedWork(o)) Enqueue("pv", o);
+  }
   if (snapshots_) {
     for (const auto& o : snapshots_->List()) Enqueue("snapshot", o);
     for (const auto& o : contents_->List()) Enqueue("content", o);

@@ -141,13 +141,11 @@ StatusOr<nlohmann::json> ControllerContext::StorageClass(const std::string& name
 }
 
 StatusOr<bool> ControllerContext::VolumeExists(const std::string& pv_name) {
-  // A synced cache is believed when it says "absent", as csi-provisioner believes its
-  // informer: a PV so new that its event has not arrived yet costs at most a CreateVolume again
-  // (idempotent by name) and a PV create answered AlreadyExists, which counts as done.
-  if (volume_cache != nullptr && volume_cache->HasSynced()) {
-    return volume_cache->Get(pv_name).has_value();
-  }
-  auto pv = client->Get(kube::ResourcePath::Core("persistentvolumes").Named(pv_name));
+  // The cache is believed when it holds the PV, never when it does not: a PV created a moment
+  // ago whose event has not arrived would otherwise be made again (a second CreateVolume, seen
+  // once in 1,000 claims at 1,000 nodes and load 54).
+  auto pv = CachedOrRead(volume_cache, client, kube::ResourcePath::Core("persistentvolumes"),
+                         pv_name);
   if (pv.ok()) return true;
   if (kube::IsNotFound(pv.status())) return false;
   return pv.status();

@@ -31,20 +31,22 @@ constexpr auto kClaimBound = 120s;
 constexpr int kRememberedEvents = 64;
 
 std::vector<MetricRule> ControllerRules() {
-  return {SteadyMemoryKibRule("controller_rss_kib"),
+  return {MemoryKibRule("controller_rss_kib"),
           ExactCountRule("controller_fds"),
           ExactCountRule("controller_threads"),
           FileBytesRule("controller_journal_bytes"),
           WalBytesRule("controller_journal_wal_bytes"),
           LoggedBytesRule("controller_log_bytes"),
-          SteadyMemoryKibRule("driver_rss_kib"),
+          MemoryKibRule("driver_rss_kib"),
           ExactCountRule("driver_fds"),
           ExactCountRule("driver_threads")};
 }
 
 ::testing::AssertionResult Sample(ControllerWorld& world, int64_t cycle, SoakReport* report) {
-  const ProcessResources controller = SampleProcessAtRest(world.ControllerPid(0));
-  const ProcessResources driver = SampleProcessAtRest(world.env().driver_pid());
+  const std::vector<ProcessResources> at_rest =
+      SampleProcessesAtRest({world.ControllerPid(0), world.env().driver_pid()});
+  const ProcessResources& controller = at_rest[0];
+  const ProcessResources& driver = at_rest[1];
   if (!controller.ok() || !driver.ok()) {
     return ::testing::AssertionFailure()
            << "after " << cycle << " cycles flexcsi-controller (pid " << world.ControllerPid(0)

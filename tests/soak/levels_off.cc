@@ -27,21 +27,21 @@ std::string Format(const char* format, double a, double b) {
 }  // namespace
 
 double SlopePer1000(const std::vector<SamplePoint>& points) {
-  if (points.size() < 2) return 0;
-  double mean_x = 0, mean_y = 0;
-  for (const SamplePoint& p : points) {
-    mean_x += static_cast<double>(p.cycle);
-    mean_y += p.value;
+  std::vector<double> slopes;
+  for (size_t i = 0; i < points.size(); ++i) {
+    for (size_t j = i + 1; j < points.size(); ++j) {
+      const int64_t cycles = points[j].cycle - points[i].cycle;
+      if (cycles != 0) slopes.push_back((points[j].value - points[i].value) / cycles);
+    }
   }
-  mean_x /= static_cast<double>(points.size());
-  mean_y /= static_cast<double>(points.size());
-  double sxy = 0, sxx = 0;
-  for (const SamplePoint& p : points) {
-    const double dx = static_cast<double>(p.cycle) - mean_x;
-    sxy += dx * (p.value - mean_y);
-    sxx += dx * dx;
+  if (slopes.empty()) return 0;
+  const size_t mid = slopes.size() / 2;
+  std::nth_element(slopes.begin(), slopes.begin() + mid, slopes.end());
+  double median = slopes[mid];
+  if (slopes.size() % 2 == 0) {
+    median = (median + *std::max_element(slopes.begin(), slopes.begin() + mid)) / 2;
   }
-  return sxx == 0 ? 0 : 1000 * sxy / sxx;
+  return 1000 * median;
 }
 
 LevelsOffVerdict JudgeLevelsOff(const std::vector<SamplePoint>& points,
@@ -67,7 +67,7 @@ LevelsOffVerdict JudgeLevelsOff(const std::vector<SamplePoint>& points,
   }
   const int64_t last_cycle = points.back().cycle;
   const double warmup_end = bounds.warmup_fraction * static_cast<double>(last_cycle);
-  std::vector<SamplePoint> after_warmup, first_half, second_half;
+  std::vector<SamplePoint> after_warmup, second_half;
   bool have_baseline = false;
   for (const SamplePoint& p : series) {
     if (static_cast<double>(p.cycle) <= warmup_end) {
@@ -75,12 +75,10 @@ LevelsOffVerdict JudgeLevelsOff(const std::vector<SamplePoint>& points,
       have_baseline = true;
     } else {
       after_warmup.push_back(p);
-      if (2 * p.cycle <= last_cycle) first_half.push_back(p);
     }
     if (2 * p.cycle >= last_cycle) second_half.push_back(p);
   }
   verdict.slope_per_1000 = SlopePer1000(second_half);
-  verdict.slope_before_per_1000 = SlopePer1000(first_half);
   if (!have_baseline || after_warmup.size() < 2) {
     verdict.reason = "too few samples after the warm-up to judge (" +
                      std::to_string(after_warmup.size()) + "); sample more often or run longer";
@@ -99,18 +97,6 @@ LevelsOffVerdict JudgeLevelsOff(const std::vector<SamplePoint>& points,
   if (verdict.slope_per_1000 > bounds.max_slope_per_1000) {
     verdict.reason = Format("still growing: %.6g per 1000 cycles over the second half (bound %.6g)",
                             verdict.slope_per_1000, bounds.max_slope_per_1000);
-    return verdict;
-  }
-  // Too few samples between the warm-up and mid-run to see a slowing: the steady bound holds.
-  const bool slowing =
-      first_half.size() >= 2 && verdict.slope_per_1000 <= verdict.slope_before_per_1000 / 2;
-  if (bounds.steady_slope_per_1000 > 0 && verdict.slope_per_1000 > bounds.steady_slope_per_1000 &&
-      !slowing) {
-    verdict.reason =
-        Format("still growing: %.6g per 1000 cycles over the second half", verdict.slope_per_1000,
-               0) +
-        Format(", not slowing down (%.6g from the warm-up to mid-run; above %.6g it must halve)",
-               verdict.slope_before_per_1000, bounds.steady_slope_per_1000);
     return verdict;
   }
   verdict.levels_off = true;

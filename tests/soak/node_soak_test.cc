@@ -1,24 +1,29 @@
 // Node soak (issue #37): flexcsi-bridge and csi-loopback, driven through whole volume life
 // cycles by the kubelet-faithful caller (tests/kubelet), must not grow. Three volumes go through
 // their life cycles at once, a call at a time each, out of step with one another, so that records
-// come and go while others stay: attach, isattached, waitforattach, mountdevice, getvolumename,
-// two or three pods' mount (read-write with different fsGroups, read-only), isattached again (the
-// attach/detach controller's periodic check), the pods' unmount and kubelet's removal of their
-// dirs, unmountdevice and detach. After each batch of life cycles, once every volume has finished
-// its current one: nothing left (mounts, loop devices, bridge records, driver state), then a
-// sample of both daemons' memory, open files, threads and logs, the bridge's state database, WAL
-// and metrics page. At the end JudgeLevelsOff (levels_off.h) judges every figure.
+// come and go while others stay; each volume has a thread of its own, as kubelet's operation
+// executor runs one operation at a time per volume and different volumes' at the same time: attach,
+// isattached, waitforattach, mountdevice, getvolumename, two or three pods' mount (read-write with
+// different fsGroups, read-only), isattached again (the attach/detach controller's periodic check),
+// the pods' unmount and kubelet's removal of their dirs, unmountdevice and detach. After each batch
+// of life cycles, once every volume has finished its current one: nothing left (mounts, loop
+// devices, bridge records, driver state), then a sample of both daemons' memory, open files,
+// threads and logs, the bridge's state database, WAL and metrics page. At the end JudgeLevelsOff
+// (levels_off.h) judges every figure.
 //
-//   FLEXCSI_SOAK_LIFECYCLES=N    life cycles (default 200: the CI run)
+//   FLEXCSI_SOAK_LIFECYCLES=N    life cycles (default 500: the CI run)
 //   FLEXCSI_SOAK_SAMPLE_EVERY=N  life cycles per batch and sample (default 20)
 //   FLEXCSI_SOAK_REPORT_DIR=DIR  also write the samples and verdicts as DIR/node-soak.json
 // The long run is bench/soak_bench.py.
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "tests/kubelet/scenario_test_util.h"
 #include "tests/soak/process_resources.h"
@@ -34,7 +39,7 @@ using kubelet::TestEnvironment;
 
 constexpr int64_t kVolumeBytes = 64 * 1024 * 1024;
 constexpr int kVolumes = 3;
-// Ticks between the volumes' first calls of a batch: out of step from the start.
+// Calls made in a batch before the next volume starts its first: out of step from the start.
 constexpr int kStagger = 3;
 
 // One call of a life cycle, as kubelet or the attach/detach controller makes it.
@@ -47,8 +52,9 @@ struct LifecycleCall {
 // One volume's life cycles, advanced a call at a time.
 class VolumeLane {
  public:
+  // A caller of its own (a copy of the environment's, after init): lanes call at the same time.
   VolumeLane(TestEnvironment* env, FlexVolumeSource volume)
-      : env_(env), volume_(std::move(volume)) {}
+      : env_(env), caller_(env->caller()), volume_(std::move(volume)) {}
 
   bool idle() const { return next_ >= calls_.size(); }
 
@@ -58,7 +64,7 @@ class VolumeLane {
     n_ = n;
     calls_.clear();
     next_ = 0;
-    kubelet::KubeletCaller& caller = env_->caller();
+    kubelet::KubeletCaller& caller = caller_;
     const std::string tag = "n" + std::to_string(n);
     std::vector<std::pair<PodInfo, FlexVolumeSource>> pods;
     PodInfo writer = env_->Pod(tag + "-rw");
@@ -110,9 +116,8 @@ class VolumeLane {
     calls_.push_back({"detach", [this, &caller] { return caller.Detach(volume_); }});
   }
 
-  // Runs the next call; false (with a test failure) when it failed. Returns true when a life
-  // cycle ended with it in *finished.
-  bool Step(bool* finished) {
+  // Runs the next call; false (with a test failure) when it failed.
+  bool Step() {
     const LifecycleCall& call = calls_[next_++];
     const DriverResult r = call.run();
     const bool ok = r.success() || (call.not_supported_is_fine &&
@@ -121,7 +126,6 @@ class VolumeLane {
       ADD_FAILURE() << "life cycle " << n_ << " of " << volume_.volume_name << ", " << call.what
                     << ": " << r.Describe();
     }
-    *finished = idle();
     return ok;
   }
 
@@ -142,12 +146,51 @@ class VolumeLane {
   }
 
   TestEnvironment* env_;
+  kubelet::KubeletCaller caller_;
   FlexVolumeSource volume_;
   std::vector<LifecycleCall> calls_;
   size_t next_ = 0;
   int64_t n_ = 0;
   std::string device_;
 };
+
+// Life cycles [first, end) on the lanes, each lane in a thread of its own taking the next life
+// cycle when it has finished one; lane i makes its first call once the lanes before it have made
+// i * kStagger calls of this batch. Returns once every lane is idle; false when a call failed
+// (the others stop after their current call).
+bool RunBatch(std::vector<VolumeLane>& lanes, int64_t first, int64_t end) {
+  std::mutex mu;
+  std::condition_variable progressed;
+  int64_t next = first;
+  int64_t calls = 0;
+  bool failed = false;
+  auto run_lane = [&](size_t i) {
+    VolumeLane& lane = lanes[i];
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      progressed.wait(lock, [&] {
+        return failed || next >= end || calls >= static_cast<int64_t>(i) * kStagger;
+      });
+    }
+    for (;;) {
+      if (lane.idle()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (failed || next >= end) return;
+        lane.Start(next++);
+      }
+      const bool ok = lane.Step();
+      std::lock_guard<std::mutex> lock(mu);
+      ++calls;
+      failed |= !ok;
+      progressed.notify_all();
+      if (failed) return;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < lanes.size(); ++i) threads.emplace_back(run_lane, i);
+  for (std::thread& t : threads) t.join();
+  return !failed;
+}
 
 std::vector<MetricRule> NodeRules() {
   return {MemoryKibRule("bridge_rss_kib"),     ExactCountRule("bridge_fds"),
@@ -159,8 +202,10 @@ std::vector<MetricRule> NodeRules() {
 }
 
 ::testing::AssertionResult Sample(TestEnvironment& env, int64_t cycle, SoakReport* report) {
-  const ProcessResources bridge = SampleProcessAtRest(env.bridge_pid());
-  const ProcessResources driver = SampleProcessAtRest(env.driver_pid());
+  const std::vector<ProcessResources> at_rest =
+      SampleProcessesAtRest({env.bridge_pid(), env.driver_pid()});
+  const ProcessResources& bridge = at_rest[0];
+  const ProcessResources& driver = at_rest[1];
   if (!bridge.ok() || !driver.ok()) {
     return ::testing::AssertionFailure()
            << "after " << cycle << " life cycles flexcsi-bridge (pid " << env.bridge_pid()
@@ -191,7 +236,7 @@ void ExpectNoPodDirs(const TestEnvironment& env) {
 }
 
 TEST(NodeSoakTest, BridgeAndDriverLevelOffOverLifecycles) {
-  const int64_t lifecycles = EnvInt("FLEXCSI_SOAK_LIFECYCLES", 200);
+  const int64_t lifecycles = EnvInt("FLEXCSI_SOAK_LIFECYCLES", 500);
   const int64_t sample_every = EnvInt("FLEXCSI_SOAK_SAMPLE_EVERY", 20);
   ASSERT_GT(sample_every, 0);
   kubelet::EnvOptions options;
@@ -200,6 +245,7 @@ TEST(NodeSoakTest, BridgeAndDriverLevelOffOverLifecycles) {
   ASSERT_TRUE(env.Start());
   ASSERT_DRIVER_OK(env.caller().Init());
   std::vector<VolumeLane> lanes;
+  lanes.reserve(kVolumes);  // their calls point at them
   for (int i = 0; i < kVolumes; ++i) {
     const std::string id = env.CreateVolume("vol-soak-" + std::to_string(i), kVolumeBytes, "ext4");
     ASSERT_FALSE(id.empty());
@@ -208,23 +254,11 @@ TEST(NodeSoakTest, BridgeAndDriverLevelOffOverLifecycles) {
 
   SoakReport report("node-soak", NodeRules());
   ASSERT_TRUE(Sample(env, 0, &report));
-  int64_t started = 0, finished = 0;
-  while (started < lifecycles) {
-    // A batch: volumes start life cycles until the batch's count has started, then finish theirs.
-    const int64_t batch_end = std::min(lifecycles, started + sample_every);
-    for (int tick = 0;; ++tick) {
-      bool busy = false;
-      for (int i = 0; i < kVolumes; ++i) {
-        VolumeLane& lane = lanes[i];
-        if (lane.idle() && started < batch_end && tick >= i * kStagger) lane.Start(started++);
-        if (lane.idle()) continue;
-        busy = true;
-        bool done = false;
-        ASSERT_TRUE(lane.Step(&done));
-        finished += done;
-      }
-      if (!busy && started >= batch_end) break;
-    }
+  int64_t finished = 0;
+  while (finished < lifecycles) {
+    const int64_t batch_end = std::min(lifecycles, finished + sample_every);
+    ASSERT_TRUE(RunBatch(lanes, finished, batch_end)) << "after " << finished << " life cycles";
+    finished = batch_end;
     kubelet::ExpectNothingLeaked(env);
     ExpectNoPodDirs(env);
     EXPECT_EQ("", env.RecordsVersusMountTable());

@@ -42,15 +42,24 @@ ProcessResources SampleProcess(pid_t pid) {
   return r;
 }
 
-ProcessResources SampleProcessAtRest(pid_t pid) {
-  ProcessResources least = SampleProcess(pid);
-  for (int i = 1; i < 5 && least.ok(); ++i) {
+ProcessResources SampleProcessAtRest(pid_t pid) { return SampleProcessesAtRest({pid}).front(); }
+
+std::vector<ProcessResources> SampleProcessesAtRest(const std::vector<pid_t>& pids) {
+  std::vector<ProcessResources> least;
+  for (pid_t pid : pids) least.push_back(SampleProcess(pid));
+  for (int i = 1; i < 5; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const ProcessResources r = SampleProcess(pid);
-    if (!r.ok()) return r;
-    least.rss_kib = std::min(least.rss_kib, r.rss_kib);
-    least.open_fds = std::min(least.open_fds, r.open_fds);
-    least.threads = std::min(least.threads, r.threads);
+    for (size_t p = 0; p < pids.size(); ++p) {
+      if (!least[p].ok()) continue;  // gone: stays gone
+      const ProcessResources r = SampleProcess(pids[p]);
+      if (!r.ok()) {
+        least[p] = r;
+        continue;
+      }
+      least[p].rss_kib = std::min(least[p].rss_kib, r.rss_kib);
+      least[p].open_fds = std::min(least[p].open_fds, r.open_fds);
+      least[p].threads = std::min(least[p].threads, r.threads);
+    }
   }
   return least;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace flexcsi::soak {
 
@@ -23,6 +24,9 @@ ProcessResources SampleProcess(pid_t pid);
 // closed hold a thread or an fd for a moment after the call returned; what leaked is in every
 // read.
 ProcessResources SampleProcessAtRest(pid_t pid);
+// The same for several processes over one window of five reads: a soak's sample costs 400 ms
+// however many processes it watches.
+std::vector<ProcessResources> SampleProcessesAtRest(const std::vector<pid_t>& pids);
 
 // The file's size in bytes, 0 when it does not exist (a WAL before the first write).
 int64_t FileBytes(const std::string& path);

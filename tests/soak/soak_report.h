@@ -21,11 +21,7 @@ struct MetricRule {
 
 // The rules of issue #37, one per kind of figure; their bounds are the soak's definition of
 // "levels off" for the CI run and the long bench alike.
-MetricRule MemoryKibRule(std::string name);  // resident memory
-// Resident memory of a run whose caches are full within the warm-up (the controller soak sizes
-// them so): growth above 1 MiB per 1000 cycles must slow down. Not the 200-cycle node soak's:
-// flexcsi-bridge's malloc still settles there (+1.1 MiB per 1000 over cycles 100-200).
-MetricRule SteadyMemoryKibRule(std::string name);
+MetricRule MemoryKibRule(std::string name);    // resident memory
 MetricRule ExactCountRule(std::string name);   // open files, threads: never above the baseline
 MetricRule FileBytesRule(std::string name);    // a database, a page that is rewritten
 MetricRule WalBytesRule(std::string name);     // a SQLite WAL: under its checkpoint size

@@ -184,17 +184,18 @@ def audit_seconds(stamp):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
-def audit_events_between(c, start, end):
+def audit_events_between(c, start, end, agent='"flexcsi'):
     """The audit events received between two wall-clock times, from the log and the files it
     was rotated into (kube-apiserver rotates at 100 MB even with --audit-log-maxsize 0, the
-    default of the library it uses: one 1,000-PV run writes more than that)."""
+    default of the library it uses: one 1,000-PV run writes more than that). `agent`: a piece
+    of the line that must be there (the client's user agent)."""
     logs = os.path.dirname(c.audit_log)
     events = []
     for name in sorted(os.listdir(logs)):
         if name.startswith("audit") and ".log" in name:
             with open(os.path.join(logs, name)) as f:
                 for line in f:
-                    if '"flexcsi' in line:
+                    if agent in line:
                         e = json.loads(line)
                         if start <= audit_seconds(e["requestReceivedTimestamp"]) <= end:
                             events.append(e)
@@ -243,6 +244,24 @@ def run_migrate(c, flexcsi, rules, ns, extra):
     with open(os.path.join(c.dir, ns + ".log"), "w") as log:
         r = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
     seconds, wall_end = time.monotonic() - started, time.time()
+    # The other side of every move: kube-controller-manager's PV controller (its own client,
+    # --kube-api-qps 20 and burst 30 by default) releases and binds each PV and claim.
+    binder = [e for e in audit_events_between(c, wall_start, wall_end, "persistent-volume-binder")
+              if e.get("userAgent", "").endswith("persistent-volume-binder")]
+    if binder:
+        stamps = sorted(audit_seconds(e["requestReceivedTimestamp"]) for e in binder)
+        most, i = 0, 0
+        for j, t in enumerate(stamps):
+            while t - stamps[i] >= 10:
+                i += 1
+            most = max(most, j - i + 1)
+        kinds = collections.Counter("%s %s%s" % (e["verb"], e.get("objectRef", {}).get(
+            "resource", ""), "/" + e["objectRef"]["subresource"] if e.get("objectRef", {}).get(
+            "subresource") else "") for e in binder)
+        print("  kube-controller-manager persistent-volume-binder (audit log): %d requests, "
+              "%.1f/s mean over the run, %.1f/s over its busiest 10 s (%s)"
+              % (len(binder), len(binder) / max(seconds, 1e-3), most / 10.0,
+                 ", ".join("%s %d" % kv for kv in kinds.most_common())), flush=True)
     try:
         report_json = json.loads(r.stdout)
         outcomes = report_json.get("summary", {})

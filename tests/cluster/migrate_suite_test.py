@@ -595,7 +595,8 @@ class MigrateSuite(unittest.TestCase):
         # The server stamps a request when it arrives, a little after the client let it go, and
         # the first requests also wait for their TLS handshakes: requests let go over a little
         # more than a window may arrive within it. Up to a second of such delay is allowed for
-        # (+ qps); without the limit the run sends far more (49 requests a PV, bench/README.md).
+        # (+ qps); without the limit the run sends far more (its lists and watches at the start, then
+        # about 10 requests a PV, bench/README.md).
         worst = {}
         for window in (0.5, 1, 2, 5, 10, 30):
             most, i = 0, 0

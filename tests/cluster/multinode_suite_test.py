@@ -5,9 +5,10 @@ teardown leaves nothing; on each node a flexcsi-bridge and a csi-loopback of its
 the driver with the node DaemonSet's RBAC. One cluster for the whole suite (issue 25); its
 tests 2 and 3 (topology across nodes, two flexcsi-controller replicas) are in
 multinode_provisioning_tests.py, tests 1 and 6 (a volume moved by a drain and by a node loss) in
-multinode_move_tests.py, test 4 (deploy/'s node DaemonSet upgraded from the previous release
-and downgraded again across both nodes while pods write) in multinode_rollout_tests.py, one
-CephFS volume used on both nodes at once and a drain in multinode_cephfs_tests.py."""
+multinode_move_tests.py, test 4 (deploy/'s node DaemonSet and flexcsi-controller's Deployment
+upgraded from the previous release and downgraded again across both nodes while pods write) in
+multinode_rollout_tests.py, one CephFS volume used on both nodes at once and a drain in
+multinode_cephfs_tests.py."""
 import json
 import os
 import sys

@@ -189,9 +189,7 @@ WatchedObjects::WatchedObjects(kube::KubeClient* client, std::string namespace_)
 
 WatchedObjects::~WatchedObjects() {
   stop_ = true;
-  {
-    std::lock_guard<std::mutex> lock(change_mutex_);
-  }
+  { std::lock_guard<std::mutex> lock(change_mutex_); }
   change_.notify_all();
   for (auto& t : threads_) t.join();
 }
@@ -257,9 +255,9 @@ void WatchedObjects::Start(std::chrono::milliseconds timeout) {
   }
   if (auto v1 = served("storage.k8s.io/v1", "volumeattachments"); v1) {
     if (*v1) {
-      attachments_ = Add("volumeattachments",
-                         ResourcePath::Group("storage.k8s.io/v1", "volumeattachments"),
-                         VolumeAttachmentView);
+      attachments_ =
+          Add("volumeattachments", ResourcePath::Group("storage.k8s.io/v1", "volumeattachments"),
+              VolumeAttachmentView);
     }
     attachments_known_ = true;
   }
@@ -304,9 +302,9 @@ void WatchedObjects::Start(std::chrono::milliseconds timeout) {
       if (type == "DELETED") {
         pv_of_attachment_.erase(KeyOf(va));
       } else {
-        pv_of_attachment_[KeyOf(va)] =
-            va.value("spec", json::object()).value("source", json::object()).value(
-                "persistentVolumeName", "");
+        pv_of_attachment_[KeyOf(va)] = va.value("spec", json::object())
+                                           .value("source", json::object())
+                                           .value("persistentVolumeName", "");
       }
     });
   }
@@ -441,8 +439,7 @@ std::optional<bool> WatchedObjects::VolumeAttachmentNames(const std::string& pv)
   return false;
 }
 
-void WatchedObjects::AwaitChange(uint64_t seen,
-                                 std::chrono::steady_clock::time_point until) const {
+void WatchedObjects::AwaitChange(uint64_t seen, std::chrono::steady_clock::time_point until) const {
   std::unique_lock<std::mutex> lock(change_mutex_);
   change_.wait_until(lock, until, [&] { return changes_.load() != seen || stop_.load(); });
 }

@@ -102,8 +102,8 @@ class WatchedObjects {
   std::optional<std::set<std::string>> NodeDrivers() const;
   // Whether any node lists a unique volume name for which `matches` is true, in
   // status.volumesAttached or status.volumesInUse.
-  std::optional<bool> AnyNodeListsVolume(const std::function<bool(const std::string&)>& matches)
-      const;
+  std::optional<bool> AnyNodeListsVolume(
+      const std::function<bool(const std::string&)>& matches) const;
   // Whether a VolumeAttachment (storage.k8s.io/v1) names PV `pv`; false where none is served.
   std::optional<bool> VolumeAttachmentNames(const std::string& pv) const;
 
@@ -116,9 +116,7 @@ class WatchedObjects {
   struct Kind;
   Kind* Add(const std::string& label, kube::ResourcePath path, kube::Informer::Transform view);
   bool Watched(const Kind* kind) const;
-  bool InNamespace(const std::string& ns) const {
-    return namespace_.empty() || namespace_ == ns;
-  }
+  bool InNamespace(const std::string& ns) const { return namespace_.empty() || namespace_ == ns; }
   void Changed();
 
   kube::KubeClient* client_;
@@ -132,7 +130,7 @@ class WatchedObjects {
   Kind* csidrivers_ = nullptr;
   Kind* csinodes_ = nullptr;  // null where storage.k8s.io/v1 csinodes is not served
   Kind* nodes_ = nullptr;
-  Kind* attachments_ = nullptr;  // null where storage.k8s.io/v1 volumeattachments is not served
+  Kind* attachments_ = nullptr;      // null where storage.k8s.io/v1 volumeattachments is not served
   bool drivers_from_nodes_ = false;  // no CSINode v1: registrations from Nodes' annotation
   // Discovery answered for these kinds (else their readers always answer std::nullopt).
   bool hpas_known_ = false;
@@ -142,11 +140,11 @@ class WatchedObjects {
 
   // Indexes, kept by the informers' handlers. REQUIRES index_mutex_.
   mutable std::mutex index_mutex_;
-  std::map<std::string, std::set<std::string>> pods_by_claim_;      // "ns/claim" -> pod keys
-  std::map<std::string, std::vector<std::string>> claims_of_pod_;   // pod key -> "ns/claim"
-  std::map<std::string, std::set<std::string>> drivers_of_node_;    // CSINode or Node name
+  std::map<std::string, std::set<std::string>> pods_by_claim_;       // "ns/claim" -> pod keys
+  std::map<std::string, std::vector<std::string>> claims_of_pod_;    // pod key -> "ns/claim"
+  std::map<std::string, std::set<std::string>> drivers_of_node_;     // CSINode or Node name
   std::map<std::string, std::vector<std::string>> volumes_of_node_;  // Node name
-  std::map<std::string, std::string> pv_of_attachment_;             // VolumeAttachment name
+  std::map<std::string, std::string> pv_of_attachment_;              // VolumeAttachment name
 
   std::atomic<uint64_t> changes_{0};
   mutable std::mutex change_mutex_;

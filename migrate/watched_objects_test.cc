@@ -33,7 +33,9 @@ json Pod(const std::string& name, const std::string& phase) {
             {"labels", {{"app", "web"}}},
             {"managedFields", json::array({{{"manager", "kubelet"}}})},
             {"ownerReferences",
-             {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web-5d8"},
+             {{{"apiVersion", "apps/v1"},
+               {"kind", "ReplicaSet"},
+               {"name", "web-5d8"},
                {"controller", true}}}}}},
           {"spec",
            {{"nodeName", "node-1"},
@@ -89,7 +91,7 @@ TEST(WatchedObjectsTest, PlanFromViewsEqualsPlanFromObjects) {
   ASSERT_EQ(b.pods.size(), 1u);  // the Succeeded pod does not hold the claim
   EXPECT_EQ(b.pods[0].name, "web-1");
   EXPECT_EQ(b.pods[0].node, "node-1");
-  EXPECT_EQ(b.pods[0].owner.kind, "Deployment");  // through the ReplicaSet's owner
+  EXPECT_EQ(b.pods[0].owner.kind, "Deployment");                // through the ReplicaSet's owner
   EXPECT_EQ(b.pods[0].owner.blocker, a.pods[0].owner.blocker);  // the HPA with minReplicas 0
   EXPECT_FALSE(b.pods[0].owner.blocker.empty());
   EXPECT_EQ(b.target_pv, a.target_pv);

@@ -318,9 +318,8 @@ TEST_F(MigrateApplyTest, ListsDoNotGrowWithThePvs) {
   }
   auto move = [&](const std::string& ns, size_t count) {
     const auto before = Reads(*env_);
-    ToolRun run = env_->Run({"apply", "--yes", "--journal", journal_ + "-" + ns, "--timeout",
-                             "20", "--rules", env_->rules_path(), "--all", "-n", ns,
-                             "--parallel", "4"});
+    ToolRun run = env_->Run({"apply", "--yes", "--journal", journal_ + "-" + ns, "--timeout", "20",
+                             "--rules", env_->rules_path(), "--all", "-n", ns, "--parallel", "4"});
     EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
     const auto after = Reads(*env_);
     const int lists = CountVerb(after, before, "list");
@@ -354,9 +353,8 @@ TEST_F(MigrateApplyTest, RefusedWatchesFallBackToListsPerPv) {
                                         DistinctSource(AllSources()[0].second, 100 + i), "Delete");
     ASSERT_TRUE(made.ok()) << made.status().ToString();
   }
-  ASSERT_TRUE(env_->Control("POST", "fail", {{"count", 1000000}, {"code", 403},
-                                             {"watchOnly", true}})
-                  .ok());
+  ASSERT_TRUE(
+      env_->Control("POST", "fail", {{"count", 1000000}, {"code", 403}, {"watchOnly", true}}).ok());
   const auto before = Reads(*env_);
   ToolRun run = env_->Run(Apply({"--all", "-n", ns_}));
   ASSERT_TRUE(env_->Control("POST", "fail", {{"clear", true}}).ok());

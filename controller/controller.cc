@@ -232,12 +232,12 @@ void Controller::ResyncAll() {
   Enqueue("journal");
   // Only what may have work: with 10,000 bound claims, queueing every claim and PV every 30 s
   // put new claims behind 20,000 keys that Process would drop at once.
-  for (const auto& o : claims_->List()) {
+  claims_->ForEach([this](const nlohmann::json& o) {
     if (!Settled(o) && !Provisioned(o)) Enqueue("claim", o);
-  }
-  for (const auto& o : volumes_->List()) {
+  });
+  volumes_->ForEach([this](const nlohmann::json& o) {
     if (Deleter::MayNeedWork(o)) Enqueue("pv", o);
-  }
+  });
   if (snapshots_) {
     for (const auto& o : snapshots_->List()) Enqueue("snapshot", o);
     for (const auto& o : contents_->List()) Enqueue("content", o);

@@ -1,5 +1,7 @@
 #include "kube/informer.h"
 
+#include <malloc.h>
+
 #include <random>
 #include <set>
 #include <thread>
@@ -20,6 +22,17 @@ std::string KeyOf(const Json& object) {
   std::string ns = meta.value("namespace", "");
   return ns.empty() ? name : ns + "/" + name;
 }
+
+// The cache holds each object as CBOR: about a quarter of nlohmann::json's tree (a PV of 1.1 KB
+// of JSON text is 7.4 KB as a tree and 1.9 KB as CBOR), which at 10,000 claims and PVs is most
+// of a controller's memory. Readers get a tree decoded for them.
+std::string Pack(const Json& object) {
+  std::string packed;
+  Json::to_cbor(object, packed);
+  return packed;
+}
+
+Json Unpack(const std::string& packed) { return Json::from_cbor(packed); }
 
 std::string ResourceVersionOf(const Json& object) {
   if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
@@ -74,18 +87,23 @@ void Informer::Run(const std::atomic<bool>& stop) {
     std::vector<Json> gone;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      std::map<std::string, Json> fresh;
-      for (const Json& item : (*listed)["items"]) fresh[KeyOf(item)] = item;
+      std::map<std::string, std::string> fresh;
+      for (const Json& item : (*listed)["items"]) fresh[KeyOf(item)] = Pack(item);
       for (auto& [key, old] : cache_) {
-        if (fresh.find(key) == fresh.end()) gone.push_back(old);
+        if (fresh.find(key) == fresh.end()) gone.push_back(Unpack(old));
       }
-      cache_ = fresh;
+      cache_ = std::move(fresh);
       resource_version_ = resource_version;
     }
     // Handlers run without the lock held, so they may call List()/Get() on this informer.
     for (const Json& object : gone) notify("DELETED", object);
     for (const Json& item : (*listed)["items"]) notify("ADDED", item);
     synced_ = true;
+    // The listed tree is not kept while watching (it was, for the minutes of every watch); and
+    // the heap it took goes back to the system, as a Go program's would after its next GC.
+    *listed = Json();
+    gone.clear();
+    malloc_trim(0);
 
     // Watch from the list's resourceVersion until the server says it is too old (410), the
     // stream breaks, or stop is set; then list again.
@@ -112,7 +130,7 @@ void Informer::Run(const std::atomic<bool>& stop) {
           if (event.type == "DELETED") {
             cache_.erase(key);
           } else {
-            cache_[key] = object;
+            cache_[key] = Pack(object);
           }
           resource_version_ = resource_version;
         }
@@ -142,15 +160,20 @@ std::vector<Json> Informer::List() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Json> out;
   out.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) out.push_back(object);
+  for (const auto& [key, object] : cache_) out.push_back(Unpack(object));
   return out;
+}
+
+void Informer::ForEach(const std::function<void(const Json& object)>& visit) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, object] : cache_) visit(Unpack(object));
 }
 
 std::optional<Json> Informer::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(key);
   if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  return Unpack(it->second);
 }
 
 bool Informer::HasSynced() const { return synced_; }

@@ -214,11 +214,28 @@ def fit(paths):
             if values["requests"] > 0:
                 figures[(tool, phase, "requests")].append((r["nodes"], r["claims"],
                                                            values["requests"]))
-    print("| figure | runs (nodes, claims: value) | exponent in nodes | exponent in claims |")
-    print("| --- | --- | ---: | ---: |")
+    print("| figure | runs (nodes, claims: value) | exponent in nodes | exponent in claims |"
+          " exponent in both, grown together |")
+    print("| --- | --- | ---: | ---: | ---: |")
     for key, points in sorted(figures.items()):
-        print("| %s | %s | %s | %s |" % (" ".join(key), "; ".join(
-            "%d, %d: %.1f" % p for p in points), slope(points, 0), slope(points, 1)))
+        print("| %s | %s | %s | %s | %s |" % (" ".join(key), "; ".join(
+            "%d, %d: %.1f" % p for p in points), slope(points, 0), slope(points, 1),
+            joint_slope(points)))
+
+
+def joint_slope(points):
+    """Least-squares slope of log(value) on log(nodes) over the runs whose claims grew in the
+    same proportion as their nodes (the ratio most runs share): how a cost grows when the
+    cluster grows as a whole; 1 is linear in either, 2 would be nodes x claims."""
+    ratio = collections.Counter(p[1] / p[0] for p in points).most_common(1)[0][0]
+    chosen = [p for p in points if p[1] / p[0] == ratio]
+    xs = [math.log(p[0]) for p in chosen]
+    if len(set(xs)) < 2:
+        return "-"
+    ys = [math.log(p[2]) for p in chosen]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return "%.2f" % (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+                     / sum((x - mx) ** 2 for x in xs))
 
 
 def slope(points, axis):

@@ -223,34 +223,31 @@ def fit(paths):
             joint_slope(points)))
 
 
-def joint_slope(points):
-    """Least-squares slope of log(value) on log(nodes) over the runs whose claims grew in the
-    same proportion as their nodes (the ratio most runs share): how a cost grows when the
-    cluster grows as a whole; 1 is linear in either, 2 would be nodes x claims."""
-    ratio = collections.Counter(p[1] / p[0] for p in points).most_common(1)[0][0]
-    chosen = [p for p in points if p[1] / p[0] == ratio]
-    xs = [math.log(p[0]) for p in chosen]
+def loglog_slope(points, axis):
+    """Least-squares slope of log(value) on log(points' `axis`), or '-' without two values."""
+    xs = [math.log(p[axis]) for p in points]
     if len(set(xs)) < 2:
         return "-"
-    ys = [math.log(p[2]) for p in chosen]
+    ys = [math.log(p[2]) for p in points]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return "%.2f" % (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
                      / sum((x - mx) ** 2 for x in xs))
+
+
+def joint_slope(points):
+    """The slope over the runs whose claims grew in the same proportion as their nodes (the
+    ratio most runs share): how a cost grows when the cluster grows as a whole; 1 is linear in
+    either, 2 would be nodes x claims."""
+    ratio = collections.Counter(p[1] / p[0] for p in points).most_common(1)[0][0]
+    return loglog_slope([p for p in points if p[1] / p[0] == ratio], 0)
 
 
 def slope(points, axis):
-    """Least-squares slope of log(value) on log(axis) over the points whose other axis is the
-    same (the most common value of it), or '-' with fewer than two such points."""
+    """The slope against one axis over the points whose other axis is the same (the most
+    common value of it)."""
     other = 1 - axis
     common = collections.Counter(p[other] for p in points).most_common(1)[0][0]
-    chosen = [p for p in points if p[other] == common]
-    xs = [math.log(p[axis]) for p in chosen]
-    if len(set(xs)) < 2:
-        return "-"
-    ys = [math.log(p[2]) for p in chosen]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return "%.2f" % (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-                     / sum((x - mx) ** 2 for x in xs))
+    return loglog_slope([p for p in points if p[other] == common], axis)
 
 
 def main():

@@ -3,6 +3,18 @@
 #include "common/base64.h"
 
 namespace flexcsi::controller {
+namespace {
+
+// The cached copy when the cache has synced and holds it; otherwise the API server's answer.
+StatusOr<nlohmann::json> CachedOrRead(const kube::Informer* cache, kube::KubeClient* client,
+                                      const kube::ResourcePath& path, const std::string& name) {
+  if (cache != nullptr && cache->HasSynced()) {
+    if (auto cached = cache->Get(name)) return std::move(*cached);
+  }
+  return client->Get(path.Named(name));
+}
+
+}  // namespace
 
 std::string Annotation(const nlohmann::json& object, const std::string& key) {
   return JStr(JField(JField(object, "metadata"), "annotations"), key.c_str());
@@ -61,11 +73,8 @@ std::vector<std::string> ControllerContext::TopologyKeys(const DriverConfig& dri
                                                          const std::string& node) {
   if (!node.empty() && cluster.csinodes) {
     // A node registered a moment ago may not be in the cache yet: then the API server says.
-    std::optional<nlohmann::json> cached;
-    if (csinode_cache != nullptr && csinode_cache->HasSynced()) cached = csinode_cache->Get(node);
-    StatusOr<nlohmann::json> csinode =
-        cached ? StatusOr<nlohmann::json>(std::move(*cached))
-               : client->Get(kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes").Named(node));
+    StatusOr<nlohmann::json> csinode = CachedOrRead(
+        csinode_cache, client, kube::ResourcePath::Group("storage.k8s.io/v1", "csinodes"), node);
     if (csinode.ok()) {
       const auto& drivers = JField(JField(*csinode, "spec"), "drivers");
       if (drivers.is_array()) {
@@ -116,20 +125,6 @@ StatusOr<bool> ControllerContext::SupportsTopology(const DriverConfig& driver) {
   supports_topology_[driver.flex_driver] = supported;
   return supported;
 }
-
-
-namespace {
-
-// The cached copy when the cache has synced and holds it; otherwise the API server's answer.
-StatusOr<nlohmann::json> CachedOrRead(const kube::Informer* cache, kube::KubeClient* client,
-                                      const kube::ResourcePath& path, const std::string& name) {
-  if (cache != nullptr && cache->HasSynced()) {
-    if (auto cached = cache->Get(name)) return std::move(*cached);
-  }
-  return client->Get(path.Named(name));
-}
-
-}  // namespace
 
 StatusOr<nlohmann::json> ControllerContext::Node(const std::string& name) {
   return CachedOrRead(node_cache, client, kube::ResourcePath::Core("nodes"), name);

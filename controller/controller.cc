@@ -233,7 +233,7 @@ void Controller::ResyncAll() {
   // Only what may have work: with 10,000 bound claims, queueing every claim and PV every 30 s
   // put new claims behind 20,000 keys that Process would drop at once.
   claims_->ForEach([this](const nlohmann::json& o) {
-    if (!Settled(o) && !Provisioned(o)) Enqueue("claim", o);
+    if (ClaimMayNeedWork(o)) Enqueue("claim", o);
   });
   volumes_->ForEach([this](const nlohmann::json& o) {
     if (Deleter::MayNeedWork(o)) Enqueue("pv", o);
@@ -242,6 +242,11 @@ void Controller::ResyncAll() {
     for (const auto& o : snapshots_->List()) Enqueue("snapshot", o);
     for (const auto& o : contents_->List()) Enqueue("content", o);
   }
+}
+
+bool Controller::ClaimMayNeedWork(const nlohmann::json& claim) const {
+  if (Settled(claim) || Provisioned(claim)) return false;
+  return JStr(JField(claim, "status"), "phase") == "Bound" || provisioner_.MayHaveWork(claim);
 }
 
 bool Controller::Provisioned(const nlohmann::json& claim) const {
@@ -258,9 +263,9 @@ Status Controller::Process(const std::string& key) {
   if (kind == "journal") return provisioner_.RecoverJournal();
   // A resync visits every claim and PV; those settled in the watched copy (a PV neither
   // Released nor being deleted, a Bound claim asking for no more than it has, a claim whose PV
-  // exists) are left without a read, as csi-provisioner works from its informers: 10,000 bound
-  // claims must not cost 20,000 GETs every resync. Anything with work to do is read afresh
-  // before it is acted on.
+  // exists or that none of our provisioners is asked for yet) are left without a read, as
+  // csi-provisioner works from its informers: 10,000 bound claims must not cost 20,000 GETs
+  // every resync. Anything with work to do is read afresh before it is acted on.
   if (kind == "pv") {
     if (auto cached = volumes_->Get(rest); cached && !Deleter::MayNeedWork(*cached)) {
       return Status::Ok();
@@ -276,7 +281,7 @@ Status Controller::Process(const std::string& key) {
     // Not in the synced cache: deleted (a PV event names its claim after the claim is gone), or
     // so new that its own ADDED event, which queues it again, is still to come.
     if (!cached && claims_->HasSynced()) return Status::Ok();
-    if (cached && (Settled(*cached) || Provisioned(*cached))) return Status::Ok();
+    if (cached && !ClaimMayNeedWork(*cached)) return Status::Ok();
     auto claim =
         ctx_.client->Get(kube::ResourcePath::Core("persistentvolumeclaims", ns).Named(name));
     if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();

@@ -77,6 +77,10 @@ class Controller {
   // A claim not yet Bound whose PV (pvc-<uid>) is already in the PV cache: only the PV
   // controller's bind is left (and the journal row, which RecoverJournal closes).
   bool Provisioned(const nlohmann::json& claim) const;
+  // From the watched copy: false for a claim that is Settled, Provisioned, or not Bound and
+  // without work for the provisioner (Provisioner::MayHaveWork). Such a claim is neither queued
+  // by a resync nor read when an event queues it.
+  bool ClaimMayNeedWork(const nlohmann::json& claim) const;
   // --node-deployment: this node's segment of every driver, from its NodeGetInfo.
   Status LearnNodeTopology();
   void ResyncAll();

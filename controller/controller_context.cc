@@ -6,10 +6,12 @@ namespace flexcsi::controller {
 namespace {
 
 // The cached copy when the cache has synced and holds it; otherwise the API server's answer.
+// `key` is the cache's key: the name, or namespace/name for a namespaced object.
 StatusOr<nlohmann::json> CachedOrRead(const kube::Informer* cache, kube::KubeClient* client,
-                                      const kube::ResourcePath& path, const std::string& name) {
+                                      const kube::ResourcePath& path, const std::string& name,
+                                      const std::string& key = "") {
   if (cache != nullptr && cache->HasSynced()) {
-    if (auto cached = cache->Get(name)) return std::move(*cached);
+    if (auto cached = cache->Get(key.empty() ? name : key)) return std::move(*cached);
   }
   return client->Get(path.Named(name));
 }
@@ -133,6 +135,13 @@ StatusOr<nlohmann::json> ControllerContext::Node(const std::string& name) {
 StatusOr<nlohmann::json> ControllerContext::StorageClass(const std::string& name) {
   return CachedOrRead(class_cache, client,
                       kube::ResourcePath::Group("storage.k8s.io/v1", "storageclasses"), name);
+}
+
+StatusOr<nlohmann::json> ControllerContext::Claim(const std::string& namespace_,
+                                                  const std::string& name) {
+  return CachedOrRead(claim_cache, client,
+                      kube::ResourcePath::Core("persistentvolumeclaims", namespace_), name,
+                      namespace_ + "/" + name);
 }
 
 StatusOr<bool> ControllerContext::VolumeExists(const std::string& pv_name) {

@@ -94,6 +94,8 @@ struct ControllerContext {
   StatusOr<nlohmann::json> Node(const std::string& name);
   // A StorageClass from class_cache, else from the API server (NOT_FOUND when it is gone).
   StatusOr<nlohmann::json> StorageClass(const std::string& name);
+  // A claim from claim_cache, else from the API server (NOT_FOUND when it is gone).
+  StatusOr<nlohmann::json> Claim(const std::string& namespace_, const std::string& name);
   // Whether the PV exists: yes when the synced PV cache holds it, else the API server's word.
   StatusOr<bool> VolumeExists(const std::string& pv_name);
 

@@ -186,9 +186,20 @@ std::string SelectedNode(const nlohmann::json& claim) {
   return node;
 }
 
+std::string ProvisionerOfClaim(const nlohmann::json& claim, const nlohmann::json& storage_class) {
+  std::string requested = RequestedProvisioner(claim);
+  if (requested.empty() && !SelectedNode(claim).empty() &&
+      JStr(storage_class, "volumeBindingMode") == "WaitForFirstConsumer" &&
+      JStr(JField(storage_class, "metadata"), "name") ==
+          JStr(JField(claim, "spec"), "storageClassName")) {
+    requested = JStr(storage_class, "provisioner");
+  }
+  return requested;
+}
+
 bool ClaimNeedsProvisioning(const nlohmann::json& claim, const nlohmann::json& storage_class,
                             const std::string& provisioner) {
-  if (RequestedProvisioner(claim) != provisioner) return false;
+  if (ProvisionerOfClaim(claim, storage_class) != provisioner) return false;
   const auto& meta = JField(claim, "metadata");
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return false;
   if (!JStr(JField(claim, "spec"), "volumeName").empty()) return false;

@@ -157,6 +157,32 @@ TEST(ProvisionPlan, WhichClaimsAreOurs) {
   EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
 }
 
+TEST(ProvisionPlan, PlacedWaitForFirstConsumerClaimIsTheClasssBeforeThePvControllerWrites) {
+  nlohmann::json claim = Claim();
+  claim["metadata"].erase("annotations");
+  nlohmann::json sc = Class();
+  sc["provisioner"] = "loopback.csi.flexcsi.io";
+  sc["volumeBindingMode"] = "WaitForFirstConsumer";
+  EXPECT_EQ(ProvisionerOfClaim(claim, sc), "");  // not placed yet: nobody's
+  EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
+  claim["metadata"]["annotations"][kAnnSelectedNode] = "node-1";
+  EXPECT_EQ(ProvisionerOfClaim(claim, sc), "loopback.csi.flexcsi.io");
+  EXPECT_TRUE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
+  EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "other"));
+  // The PV controller's annotation, once written, is what counts.
+  nlohmann::json annotated = claim;
+  annotated["metadata"]["annotations"][kAnnStorageProvisioner] = "other";
+  EXPECT_FALSE(ClaimNeedsProvisioning(annotated, sc, "loopback.csi.flexcsi.io"));
+  // Another class than the claim's says nothing of it.
+  nlohmann::json elsewhere = sc;
+  elsewhere["metadata"]["name"] = "slow";
+  EXPECT_EQ(ProvisionerOfClaim(claim, elsewhere), "");
+  // Immediate: the PV controller may still bind an existing PV, so its annotation is waited for.
+  sc["volumeBindingMode"] = "Immediate";
+  EXPECT_EQ(ProvisionerOfClaim(claim, sc), "");
+  EXPECT_FALSE(ClaimNeedsProvisioning(claim, sc, "loopback.csi.flexcsi.io"));
+}
+
 TEST(ProvisionPlan, ImmediateClaimGetsTheRegisteredNodesAsRequisite) {
   RegisteredTopology registered{{kTopologyKey}, {{{kTopologyKey, "n2"}}, {{kTopologyKey, "n1"}}}};
   TopologyOptions topology;

@@ -67,6 +67,25 @@ Status Provisioner::RefuseUnannotated(const nlohmann::json& claim) {
   return Status::Ok();
 }
 
+bool Provisioner::MayHaveWork(const nlohmann::json& claim) const {
+  if (BeingDeleted(claim) || !JStr(JField(claim, "spec"), "volumeName").empty()) return false;
+  const std::string requested = RequestedProvisioner(claim);
+  if (!requested.empty()) return ctx_.DriverByProvisioner(requested) != nullptr;
+  if (!SelectedNode(claim).empty()) return true;  // maybe a placed claim of one of our classes
+  // Neither handed over nor placed: nothing to do until the PV controller or the scheduler
+  // writes, except before 1.11, where such a claim of ours may have to be refused.
+  return !ctx_.node_deployment && !ctx_.cluster.ProvisionsDelayedBinding();
+}
+
+const DriverConfig* Provisioner::DriverOfPlacedClaim(const nlohmann::json& claim) {
+  if (SelectedNode(claim).empty() || !RequestedProvisioner(claim).empty()) return nullptr;
+  const std::string class_name = JStr(JField(claim, "spec"), "storageClassName");
+  if (class_name.empty()) return nullptr;
+  auto sc = ctx_.StorageClass(class_name);
+  if (!sc.ok()) return nullptr;  // no class: the PV controller's annotation never comes either
+  return ctx_.DriverByProvisioner(ProvisionerOfClaim(claim, *sc));
+}
+
 Status Provisioner::SyncClaim(const std::string& ns, const std::string& name) {
   auto claim = ctx_.client->Get(Claims(ns).Named(name));
   if (!claim.ok()) return kube::IsNotFound(claim.status()) ? Status::Ok() : claim.status();
@@ -75,8 +94,8 @@ Status Provisioner::SyncClaim(const std::string& ns, const std::string& name) {
 
 Status Provisioner::SyncClaim(const nlohmann::json& claim_json) {
   const nlohmann::json* claim = &claim_json;
-  const std::string requested = RequestedProvisioner(*claim);
-  const DriverConfig* driver = ctx_.DriverByProvisioner(requested);
+  const DriverConfig* driver = ctx_.DriverByProvisioner(RequestedProvisioner(*claim));
+  if (driver == nullptr) driver = DriverOfPlacedClaim(*claim);
   if (driver == nullptr) {
     // Before 1.11 the PV controller never hands a WaitForFirstConsumer claim to a provisioner
     // (no provisioner annotation): such claims of our classes are found by their class. Per
@@ -297,8 +316,11 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     return pv.status();
   }
 
-  // 5. The claim may have been deleted (or replaced) while the driver worked.
-  auto live = ctx_.client->Get(Claims(ns).Named(name));
+  // 5. The claim may have been deleted (or replaced) while the driver worked. Its watched copy
+  // tells, read afresh only when the cache no longer holds it. A deletion the watch has not
+  // delivered yet leaves a PV bound to a claim that is gone: the PV controller releases it and
+  // the deleter deletes it, as with csi-provisioner, which never reads the claim again.
+  auto live = ctx_.Claim(ns, name);
   if (!live.ok() && !kube::IsNotFound(live.status())) return live.status();
   if (!live.ok() || JStr(JField(*live, "metadata"), "uid") != uid) {
     spdlog::info("claim {}/{} ({}) vanished during provisioning; deleting volume {}", ns, name, uid,

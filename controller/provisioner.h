@@ -31,6 +31,11 @@ class Provisioner {
   Status SyncClaim(const std::string& namespace_, const std::string& name);
   Status SyncClaim(const nlohmann::json& claim);
 
+  // Whether a claim that is not Bound may give the provisioner work, judged from its watched
+  // copy without a read: one handed to another provisioner, or neither handed over nor placed
+  // by the scheduler yet, or already naming its volume, has none.
+  bool MayHaveWork(const nlohmann::json& claim) const;
+
   // Finishes every row whose PV exists and undoes every row whose claim is gone; rows of live
   // claims are left to the claims' own keys.
   Status RecoverJournal();
@@ -42,6 +47,9 @@ class Provisioner {
   // taken by writing this node into its selected-node annotation (optimistic concurrency: one
   // node wins), as external-provisioner does; anything else is left alone, silently.
   Status ClaimForThisNode(const nlohmann::json& claim, const DriverConfig& driver);
+  // The driver of a WaitForFirstConsumer claim of one of our classes that the scheduler has
+  // placed and the PV controller has not annotated yet (ProvisionerOfClaim), else null.
+  const DriverConfig* DriverOfPlacedClaim(const nlohmann::json& claim);
   StatusOr<ContentSource> ResolveDataSource(const nlohmann::json& claim,
                                             const DriverConfig& driver);
   // Repeats the journaled CreateVolume to learn a lost volume id, then deletes the volume.

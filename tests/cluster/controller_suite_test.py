@@ -8,7 +8,9 @@ deploy/kubernetes/base/node/rbac.yaml, through a service-account token. flexcsi-
 provisions FlexVolume PVs whose pods really run:
 
 1. the registration, as the API server stores it
-2. a WaitForFirstConsumer and an Immediate claim: each binds, its pod runs, writes and reads
+2. a WaitForFirstConsumer and an Immediate claim: each binds, its pod runs, writes and reads;
+   a WaitForFirstConsumer claim is provisioned once the scheduler placed it, with
+   kube-controller-manager stopped (its annotation is not waited for), and bound once it is back
 3. `flexcsi uninstall-driver --config` removes the registration; a bridge restart writes it again
 4. the driver restarted with another node id: the registration follows
 5. a clone of a claim, the clone grown while its pod uses it (xfs)
@@ -247,6 +249,50 @@ class ControllerSuite(unittest.TestCase):
                 delete_claim_and_its_pv(ns, mode)
             else:
                 delete_and_wait("pvc", mode, ns)
+
+    def test_2b_a_placed_claim_is_provisioned_before_the_pv_controller_hands_it_over(self):
+        """The scheduler's selected node is the decision to provision: flexcsi-controller
+        provisions then, without the PV controller's storage-provisioner annotation (one claim
+        worker at 20 requests/s; waiting for it was most of every claim's time at 300 claims).
+        kube-controller-manager is stopped meanwhile, so nobody else can write it; once it is
+        back, it binds the claim to that PV and the pod runs."""
+        if not provisions_wait_for_first_consumer():
+            self.skipTest("1.10's scheduler selects no node for provisioning")
+        ns, name = "placed", "placed"
+        apply([clustertest.namespace_object(ns),
+               {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": name}, "provisioner": DRIVER,
+                "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete"}])
+        # the pod needs the namespace's default service account, which the stopped
+        # kube-controller-manager would not make
+        wait_for("the default service account of " + ns,
+                 lambda: get("serviceaccount", "default", ns), 60)
+        manager = clustertest.CLUSTER.procs["kube-controller-manager"]
+        manager.stop()
+        try:
+            apply([{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": name,
+                             "resources": {"requests": {"storage": "64Mi"}}}},
+                   busybox_pod(ns, name, [{"name": "data", "persistentVolumeClaim":
+                                           {"claimName": name}}],
+                               [{"name": "data", "mountPath": "/data"}])])
+            uid = get("pvc", name, ns)["metadata"]["uid"]
+            pv = wait_for("the PV of the placed claim", lambda: get("pv", "pvc-" + uid), 120)
+            claim = get("pvc", name, ns)
+            annotations = claim["metadata"].get("annotations", {})
+            self.assertEqual(annotations.get("volume.kubernetes.io/selected-node"),
+                             clustertest.CLUSTER.node_name)
+            self.assertNotIn("volume.kubernetes.io/storage-provisioner", annotations)
+            self.assertNotIn("volume.beta.kubernetes.io/storage-provisioner", annotations)
+            self.assertEqual(claim["status"].get("phase"), "Pending")
+            self.assertEqual(pv["spec"]["claimRef"]["uid"], uid)
+        finally:
+            manager.start()
+        wait_pod_running(ns, name, timeout=180)
+        self.assertEqual(get("pvc", name, ns)["spec"]["volumeName"], "pvc-" + uid)
+        delete_and_wait("pod", name, ns)
+        delete_claim_and_its_pv(ns, name)
 
     @clustertest.needs("serves_csinode", "no CSINode: the labels-only registration is the "
                        "registration suite's")

@@ -8,10 +8,15 @@
 namespace flexcsi::controller {
 namespace {
 
-std::string KeyOf(const std::string& prefix, const nlohmann::json& object) {
+// The informer's cache key: namespace/name, or the name of a cluster-scoped object.
+std::string CacheKeyOf(const nlohmann::json& object) {
   const auto& meta = JField(object, "metadata");
   const std::string ns = JStr(meta, "namespace");
-  return prefix + "/" + (ns.empty() ? "" : ns + "/") + JStr(meta, "name");
+  return (ns.empty() ? "" : ns + "/") + JStr(meta, "name");
+}
+
+std::string KeyOf(const std::string& prefix, const nlohmann::json& object) {
+  return prefix + "/" + CacheKeyOf(object);
 }
 
 // Server-side apply's bookkeeping, often the larger half of a claim or PV, read by nothing here:
@@ -114,6 +119,7 @@ Status Controller::Start() {
   claims_->SetTransform(WithoutManagedFields);
   ctx_.claim_cache = claims_.get();
   claims_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+    claim_candidates_.Update(CacheKeyOf(o), type != "DELETED" && !Settled(o));
     if (type != "DELETED") Enqueue("claim", o);
   });
   volumes_ =
@@ -121,6 +127,7 @@ Status Controller::Start() {
   volumes_->SetTransform(WithoutManagedFields);
   ctx_.volume_cache = volumes_.get();
   volumes_->OnEvent([this](const std::string& type, const nlohmann::json& o) {
+    volume_candidates_.Update(CacheKeyOf(o), type != "DELETED" && Deleter::MayNeedWork(o));
     if (type != "DELETED") Enqueue("pv", o);
     // A PV change (the expand controller raising capacity, a bind) may concern its claim.
     const auto& ref = JField(JField(o, "spec"), "claimRef");
@@ -231,13 +238,14 @@ bool Controller::Healthy() const {
 void Controller::ResyncAll() {
   Enqueue("journal");
   // Only what may have work: with 10,000 bound claims, queueing every claim and PV every 30 s
-  // put new claims behind 20,000 keys that Process would drop at once.
-  claims_->ForEach([this](const nlohmann::json& o) {
-    if (ClaimMayNeedWork(o)) Enqueue("claim", o);
-  });
-  volumes_->ForEach([this](const nlohmann::json& o) {
-    if (Deleter::MayNeedWork(o)) Enqueue("pv", o);
-  });
+  // put new claims behind 20,000 keys that Process would drop at once; and only the candidates
+  // are even decoded (resync_candidates.h).
+  for (const std::string& key : claim_candidates_.Keys()) {
+    if (auto o = claims_->Get(key); o && ClaimMayNeedWork(*o)) Enqueue("claim", *o);
+  }
+  for (const std::string& key : volume_candidates_.Keys()) {
+    if (auto o = volumes_->Get(key); o && Deleter::MayNeedWork(*o)) Enqueue("pv", *o);
+  }
   if (snapshots_) {
     for (const auto& o : snapshots_->List()) Enqueue("snapshot", o);
     for (const auto& o : contents_->List()) Enqueue("content", o);

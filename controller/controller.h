@@ -25,6 +25,7 @@
 #include "controller/leader_election.h"
 #include "controller/provisioner.h"
 #include "controller/resizer.h"
+#include "controller/resync_candidates.h"
 #include "controller/snapshotter.h"
 #include "controller/work_queue.h"
 #include "kube/informer.h"
@@ -112,6 +113,8 @@ class Controller {
   std::unique_ptr<kube::Informer> claims_, volumes_, snapshots_, contents_;
   std::unique_ptr<kube::Informer> nodes_, csinodes_;  // topology views (topology_objects.h)
   std::unique_ptr<kube::Informer> classes_;           // StorageClasses, read for every claim
+  // What ResyncAll looks at: claims not Settled, PVs that Deleter::MayNeedWork.
+  ResyncCandidates claim_candidates_, volume_candidates_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_threads_{false};
   std::atomic<bool> stopping_operations_{false};  // ctx_.stopping: waits in operations give up

@@ -164,11 +164,6 @@ std::vector<Json> Informer::List() const {
   return out;
 }
 
-void Informer::ForEach(const std::function<void(const Json& object)>& visit) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [key, object] : cache_) visit(Unpack(object));
-}
-
 std::optional<Json> Informer::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(key);

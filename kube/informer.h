@@ -40,10 +40,6 @@ class Informer {
   // Snapshot of the cache; key "namespace/name" (or "name" when cluster-scoped).
   std::vector<nlohmann::json> List() const;
   std::optional<nlohmann::json> Get(const std::string& key) const;
-  // Each cached object in turn, one decoded at a time (List decodes them all at once: with
-  // 10,000 objects, tens of MB). `visit` runs under the cache lock: it must not call back into
-  // this informer.
-  void ForEach(const std::function<void(const nlohmann::json& object)>& visit) const;
   bool HasSynced() const;
   // True while a watch stream is open on the listed cache (its 2xx answer arrived): every
   // change then reaches the cache within the stream's latency. False before the first list,

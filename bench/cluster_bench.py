@@ -23,10 +23,11 @@ def flexcsi_binary():
 
 
 @contextlib.contextmanager
-def bench_cluster(script, keep=False, nodes=1):
+def bench_cluster(script, keep=False, nodes=1, controller_manager_flags=()):
     """Re-runs `script` (with this process's arguments) in private namespaces, then yields a
-    started cluster of `nodes` kubelet nodes. Exits with SKIP, saying why in one line, where the
-    binaries are missing."""
+    started cluster of `nodes` kubelet nodes, kube-controller-manager with
+    `controller_manager_flags` too. Exits with SKIP, saying why in one line, where the binaries
+    are missing."""
     try:
         bin_dir = assets.locate(os.environ.get("FLEXCSI_KUBE_ASSETS_CACHE")
                                 or os.path.join(build_dir(), "kube-assets"))
@@ -39,7 +40,8 @@ def bench_cluster(script, keep=False, nodes=1):
     # Kubernetes' own claim sync period (the tests' cluster makes it 5 s): the migrate
     # benchmarks measure a move as a real cluster paces it
     c = kube_cluster.Cluster(bin_dir, keep=keep, nodes=nodes,
-                             controller_manager_flags=["--pvclaimbinder-sync-period=15s"])
+                             controller_manager_flags=["--pvclaimbinder-sync-period=15s",
+                                                       *controller_manager_flags])
     try:
         c.start()
         print("cluster up in %.1f s (%s)" % (c.timings["up"], c.dir), flush=True)

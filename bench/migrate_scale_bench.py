@@ -10,7 +10,7 @@ Prints figures; asserts nothing about time.
 
     FLEXCSI_KUBE_ASSETS=../shared/kube-assets [FLEXCSI_BUILD_DIR=build] \\
         bench/migrate_scale_bench.py [--claims 1000] [--second-parallel 64] [--second-qps Q]
-        [--nodes 1000] [--flexcsi OTHER-BUILD]
+        [--nodes 1000] [--flexcsi OTHER-BUILD] [--controller-manager-qps Q]
 
 Before each apply, `migrate plan` and `migrate plan --leftovers` of the same namespace are
 timed, with their peak RSS and requests. --nodes adds that many Node objects (no kubelet: migrate
@@ -308,10 +308,16 @@ def main():
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--nodes", type=int, default=0, help="Node objects to add")
     parser.add_argument("--flexcsi", help="the flexcsi binary (default: this build's)")
+    parser.add_argument("--controller-manager-qps", type=float, default=None,
+                        help="kube-controller-manager's --kube-api-qps (its default: 20), and"
+                        " twice that as its burst: what a bigger control plane gives")
     args = parser.parse_args()
+    manager_flags = [] if args.controller_manager_qps is None else [
+        "--kube-api-qps=%g" % args.controller_manager_qps,
+        "--kube-api-burst=%d" % (2 * args.controller_manager_qps)]
     flexcsi = os.path.abspath(args.flexcsi) if args.flexcsi else flexcsi_binary()
     failed = False
-    with bench_cluster(__file__, keep=args.keep) as c:
+    with bench_cluster(__file__, keep=args.keep, controller_manager_flags=manager_flags) as c:
         api = Api(c)
         for driver in (CSI_DRIVER, EBS_DRIVER):
             api.call("POST", "/apis/storage.k8s.io/v1/csidrivers",

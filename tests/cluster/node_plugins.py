@@ -33,11 +33,19 @@ def csi_driver(shape):
 
 class NodePlugins:
     def __init__(self, cluster, shapes=tuple(SHAPES), registration_kubeconfig=None, specs=None,
-                 node=None, control_plane=False, name="flexcsi", plugin_dirs=None):
+                 node=None, control_plane=False, name="flexcsi", plugin_dirs=None,
+                 trust_pod_authors=False):
         """`registration_kubeconfig`: the bridge registers its drivers on the node with it
-        (nodeName and kubeconfig in its configuration); None: no cluster access. `specs`: the
+        (nodeName and kubeconfig in its configuration); None: no registration
+        (`registerDrivers: false`), the cluster's admin kubeconfig as `kubeconfig` all the same,
+        for the bridge's checks of who calls (issue #46: PV or inline, which pod). `specs`: the
         shapes' csi-loopback args and FlexVolume attach, when not those of SHAPES (and "driver":
-        the CSI driver name, when not csi_driver(shape)). `node`: one
+        the CSI driver name, when not csi_driver(shape); "entry": keys set over the generated
+        driver entry, one level deep, e.g. a profile's "rule" (its csiDriver filled in when
+        left out) or "inlineVolumes"; "inline": True, short for "entry": {"inlineVolumes":
+        true}: inline FlexVolumes of the driver are refused without it).
+        `trust_pod_authors`: `trustPodAuthors: true` in the configuration (every call taken as
+        the admin's). `node`: one
         of a multi-node cluster's nodes (Cluster.nodes): its bridge and csi-loopbacks run in
         that node's namespaces, with its kubelet root and plugin dir. `control_plane`: the
         control plane's bridge (docs/operations.md, install step 4): `kubeletRoot: none`, its
@@ -58,6 +66,7 @@ class NodePlugins:
         self.shapes = list(shapes)
         self.specs = specs or SHAPES
         self.registration_kubeconfig = registration_kubeconfig
+        self.trust_pod_authors = trust_pod_authors
         build = build_dir()
         self.bridge_bin = os.path.join(build, "bridge", "flexcsi-bridge")
         self.loopback_bin = os.path.join(build, "drivers", "loopback", "csi-loopback")
@@ -99,11 +108,7 @@ class NodePlugins:
                 os.path.join(self.cluster.logs,
                              "csi-loopback-%s%s.log" % (shape, self.log_suffix)))
             self.procs[shape].start()
-            drivers.append({
-                "flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
-                "attach": self.specs[shape]["attach"], "accessMode": "ReadWriteOnce",
-                "rule": {"csiDriver": self.csi_driver(shape),
-                         "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}})
+            drivers.append(self.driver_entry(shape, endpoint))
         config = {"kubeletRoot": "none" if self.control_plane else self.kubelet_root,
                   "socket": self.socket,
                   "stateDatabase": self.state_db, "metricsAddress": "",
@@ -113,7 +118,9 @@ class NodePlugins:
             config.update(nodeName=self.node_name,
                           kubeconfig=self.registration_kubeconfig)
         else:
-            config["registerDrivers"] = False
+            config.update(registerDrivers=False, kubeconfig=self.cluster.kubeconfig)
+        if self.trust_pod_authors:
+            config["trustPodAuthors"] = True
         with open(self.config, "w") as f:
             json.dump(config, f, indent=2)
         for shape in self.shapes:
@@ -124,6 +131,21 @@ class NodePlugins:
                                                     "flexcsi-bridge%s.log" % self.log_suffix))
         self.start_bridge()
         self.install_drivers()
+
+    def driver_entry(self, shape, endpoint):
+        """The bridge configuration's entry for one shape: csi-loopback behind the fromOption
+        volumeID rule, with the spec's "entry" and "inline" over it."""
+        spec = self.specs[shape]
+        entry = {"flexDriver": flex_driver(shape), "csiEndpoint": endpoint,
+                 "attach": spec["attach"], "accessMode": "ReadWriteOnce",
+                 "rule": {"csiDriver": self.csi_driver(shape),
+                          "volumeHandle": {"fromOption": "volumeID"}, "defaultFsType": "xfs"}}
+        if spec.get("inline"):
+            entry["inlineVolumes"] = True
+        entry.update(spec.get("entry") or {})
+        entry["rule"] = dict(entry["rule"])
+        entry["rule"].setdefault("csiDriver", self.csi_driver(shape))
+        return entry
 
     def _wait_socket(self, path, proc, timeout=30):
         deadline = time.monotonic() + timeout

@@ -59,8 +59,9 @@ def _cells():
             for flex_attach in (True, False):
                 name = "%s-%s-%s" % (shape, "ca" if csi_attach else "cn",
                                      "fa" if flex_attach else "fn")
+                # inline: the life cycles' inline volumes (issue #46: refused by default)
                 cells[name] = {"args": args + ([] if csi_attach else ["--no-attach"]),
-                               "attach": flex_attach}
+                               "attach": flex_attach, "inline": True}
     return cells
 
 

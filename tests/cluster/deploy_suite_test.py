@@ -31,6 +31,7 @@ import functools
 import glob
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -513,6 +514,13 @@ class PackageSuite(unittest.TestCase):
                                   "kubeconfig: /etc/flexcsi/kubeconfig")):
             self.assertIn(commented, text, "the package's bridge.yaml changed: update the test")
             text = text.replace(commented, value)
+        # the pod below mounts an inline volume: refused unless the driver allows them (issue #46)
+        text, allowed = re.subn(r"^( *)#? *inlineVolumes:.*$", r"\1inlineVolumes: true", text,
+                                count=1, flags=re.MULTILINE)
+        if not allowed:
+            anchor = "    accessMode: ReadWriteOnce\n"
+            self.assertIn(anchor, text, "the package's bridge.yaml changed: update the test")
+            text = text.replace(anchor, anchor + "    inlineVolumes: true\n", 1)
         with open(config, "w") as f:
             f.write(text)
         package.start_unit("csi-loopback.service")

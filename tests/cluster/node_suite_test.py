@@ -58,8 +58,9 @@ def setUpModule():
     c.kubectl("apply", "-n", "flexcsi", "-f",
               os.path.join(REPO, "deploy/kubernetes/base/node/serviceaccount.yaml"),
               "-f", os.path.join(REPO, "deploy/kubernetes/base/node/rbac.yaml"))
+    # inline volumes allowed (issue #46: refused by default) for test 5's inline volume
     PLUGINS = NodePlugins(c, registration_kubeconfig=clustertest.service_account_kubeconfig(
-        c, "flexcsi", "flexcsi-node"))
+        c, "flexcsi", "flexcsi-node"), specs={s: dict(v, inline=True) for s, v in SHAPES.items()})
     PLUGINS.start()
 
 

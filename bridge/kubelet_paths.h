@@ -7,10 +7,32 @@
 
 namespace flexcsi {
 
-// Returns `path` normalised (no "//", "/./" or trailing "/") when it is absolute and lies
-// strictly below `kubelet_root`, also after resolving symlinks of whatever part of it exists.
-// Else INVALID_ARGUMENT (relative, "..", the root itself, a symlink out: the bridge runs as root,
-// never mounts elsewhere); FAILED_PRECONDITION for an empty root (kubeletRoot: none).
+// The two shapes of path kubelet gives a FlexVolume driver (flexvolume.md §2.8-§2.13, §5):
+//   kPodVolumeDir     <root>/pods/<podUID>/volumes/<vendor>~<driver>/<volumeName>
+//   kDeviceMountPath  <root>/plugins/kubernetes.io/flexvolume/<vendor>/<driver>/mounts/<volumeName>
+// mount/unmount get the first, mountdevice/unmountdevice the second, expandfs either. The plugin
+// directory of a pod volume dir is the bare driver name with "/" escaped to "~" in every release
+// (the "flexvolume-" plugin name prefix of 1.8-1.15 never reached disk, flexvolume.md §1.2).
+enum class KubeletPathKind { kPodVolumeDir, kDeviceMountPath };
+
+struct KubeletPath {
+  std::string path;         // normalised and symlink-resolved
+  KubeletPathKind kind;
+  std::string pod_uid;      // kPodVolumeDir only
+  std::string flex_driver;  // "vendor/driver" as the path names it ("~" and "flexvolume-" undone)
+  std::string volume_name;  // last component: kubernetes.io/pvOrVolumeName
+};
+
+// Parses `path` as one of the shapes above below `kubelet_root`. The path is normalised (no "//",
+// "/./" or trailing "/"), then the symlinks of whatever part of it exists are resolved, and the
+// resolved path must still lie below the (resolved) root with the same shape and the same parts.
+// Else INVALID_ARGUMENT naming the path and the shapes accepted (relative, "..", outside the
+// root, another shape, a symlink out or to another place: the bridge runs as root and mounts
+// nowhere else); FAILED_PRECONDITION for an empty root (kubeletRoot: none).
+StatusOr<KubeletPath> ParseKubeletPath(const std::string& path, const std::string& kubelet_root);
+
+// ParseKubeletPath(path, kubelet_root)->path: the normalised, symlink-resolved path when it has
+// one of kubelet's shapes; the same errors.
 StatusOr<std::string> CheckUnderKubeletRoot(const std::string& path,
                                             const std::string& kubelet_root);
 

@@ -189,7 +189,9 @@ const char* PhaseName(Phase phase) {
 
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
   static_assert(kSchemaVersion == 2, "add the migration to the list below");
-  auto db = SqliteDatabase::Open(path, "state database", {kSchemaV1, kMigrateV1ToV2});
+  // Private (0600 in a 0700 directory): the records name every volume, target and device of the
+  // node, and request JSON that rules may fill from secrets' neighbours.
+  auto db = SqliteDatabase::Open(path, "state database", {kSchemaV1, kMigrateV1ToV2}, 0600);
   if (!db.ok()) return db.status();
   return std::unique_ptr<StateStore>(new StateStore(std::move(*db)));
 }
@@ -200,14 +202,35 @@ void StateStore::SetDurability(Phase phase_written) {
   db_->SetFullSync(phase_written == Phase::kInProgress);
 }
 
+Status RefuseAnotherVolume(const std::string& where, const std::string& recorded_csi_driver,
+                           const std::string& recorded_volume_id, const std::string& csi_driver,
+                           const std::string& volume_id) {
+  if (recorded_csi_driver == csi_driver && recorded_volume_id == volume_id) return Status::Ok();
+  return FailedPrecondition(where + " already holds volume " + recorded_volume_id + " of " +
+                            recorded_csi_driver + ", not " + volume_id + " of " + csi_driver);
+}
+
 Status StateStore::PutAttachment(const AttachmentRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   SetDurability(r.phase);
-  SqliteStatement s(*db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
-  s.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name).Bind(r.csi_driver);
-  s.Bind(r.volume_id).Bind(r.node_id).Bind(r.publish_context.dump());
-  s.Bind(std::string(PhaseWord(kAttachmentWords, r.phase))).Bind(Now());
-  return s.Run("write attachment");
+  return db_->InTransaction([&]() -> Status {
+    SqliteStatement held(*db_, Select(kAttachmentColumns, "attachments",
+                                      "flex_driver=? AND volume_name=? AND node_name=?")
+                                   .c_str());
+    held.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name);
+    auto existing = FirstRow<AttachmentRecord>(*db_, held, ReadAttachment);
+    if (!existing.ok()) return existing.status();
+    if (existing->has_value()) {
+      FLEXCSI_RETURN_IF_ERROR(RefuseAnotherVolume(
+          "volume " + r.volume_name + " of " + r.flex_driver + " on node " + r.node_name,
+          (*existing)->csi_driver, (*existing)->volume_id, r.csi_driver, r.volume_id));
+    }
+    SqliteStatement s(*db_, "INSERT OR REPLACE INTO attachments VALUES(?,?,?,?,?,?,?,?,?)");
+    s.Bind(r.flex_driver).Bind(r.volume_name).Bind(r.node_name).Bind(r.csi_driver);
+    s.Bind(r.volume_id).Bind(r.node_id).Bind(r.publish_context.dump());
+    s.Bind(std::string(PhaseWord(kAttachmentWords, r.phase))).Bind(Now());
+    return s.Run("write attachment");
+  });
 }
 
 StatusOr<std::optional<AttachmentRecord>> StateStore::GetAttachment(const std::string& flex_driver,

@@ -122,7 +122,9 @@ class StateStore {
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
 
-  // Insert or replace, keyed by (flex_driver, volume_name, node_name).
+  // Insert or replace, keyed by (flex_driver, volume_name, node_name). A record holding another
+  // CSI volume (csi_driver, volume_id) under the same key is never replaced: FAILED_PRECONDITION
+  // (RefuseAnotherVolume), atomically with the write. Only DeleteAttachment frees the key.
   Status PutAttachment(const AttachmentRecord& record);
   StatusOr<std::optional<AttachmentRecord>> GetAttachment(const std::string& flex_driver,
                                                           const std::string& volume_name,
@@ -166,5 +168,14 @@ class StateStore {
 };
 
 const char* PhaseName(Phase phase);  // "in-progress", "done", "removing"
+
+// The refusal when a record (a staging path, a target, an attachment) already holds another CSI
+// volume than the one a call resolves to: a record is never taken over by another volume, since
+// its undo (unstage, unpublish, detach) would then act on the wrong one. OK when the volumes are
+// the same; else FAILED_PRECONDITION "<where> already holds volume <recorded> of <driver>, not
+// <new> of <driver>". `where` names the record ("staging path /x", "volume pv-1 on node n1").
+Status RefuseAnotherVolume(const std::string& where, const std::string& recorded_csi_driver,
+                           const std::string& recorded_volume_id, const std::string& csi_driver,
+                           const std::string& volume_id);
 
 }  // namespace flexcsi

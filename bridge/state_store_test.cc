@@ -1,7 +1,9 @@
 #include "bridge/state_store.h"
 
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -86,6 +88,110 @@ TEST_F(StateStoreTest, RecordsSurviveClosingAndReopeningTheDatabase) {
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_TRUE((*p)->readonly);
   EXPECT_EQ((*p)->staging_path, "/k/plugins/x/globalmount");
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+TEST_F(StateStoreTest, ANewDatabaseIsPrivateInAPrivateDirectory) {
+  const std::string dir = dir_ + "/flexcsi";
+  const std::string path = dir + "/state.db";
+  const mode_t old_umask = ::umask(0);  // whatever the umask, the files are 0600
+  auto store = StateStore::Open(path);
+  ::umask(old_umask);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  AttachmentRecord a;
+  a.flex_driver = "acme/disk";
+  a.volume_name = "pv-1";
+  a.node_name = "node-1";
+  ASSERT_TRUE((*store)->PutAttachment(a).ok());
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  EXPECT_EQ(ModeOf(path), 0600u);
+  EXPECT_EQ(ModeOf(path + "-wal"), 0600u);
+  EXPECT_EQ(ModeOf(path + "-shm"), 0600u);
+}
+
+TEST_F(StateStoreTest, AnExistingDatabaseIsTightenedAndSoIsFlexcsisDirectory) {
+  const std::string dir = dir_ + "/flexcsi";
+  const std::string path = dir + "/state.db";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  auto before = StateStore::Open(path);  // as an older bridge left it, still running
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_TRUE((*before)->CountRecords().ok());
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    ASSERT_EQ(::chmod(file.c_str(), 0644), 0) << file;
+  }
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    EXPECT_EQ(ModeOf(file), 0600u) << file;
+  }
+}
+
+TEST_F(StateStoreTest, ADirectoryTheOperatorChoseKeepsItsMode) {
+  // dir_ (/tmp/state-store-*) stands for /var/lib: not flexcsi's to change.
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(::close(::open(path_.c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  ASSERT_EQ(::chmod(path_.c_str(), 0644), 0);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(ModeOf(dir_), 0755u);
+  EXPECT_EQ(ModeOf(path_), 0600u);
+}
+
+TEST_F(StateStoreTest, AnAttachmentIsNeverTakenOverByAnotherVolume) {
+  auto store = OpenStore();
+  AttachmentRecord a;
+  a.flex_driver = "acme/disk";
+  a.volume_name = "pv-1";
+  a.node_name = "node-1";
+  a.csi_driver = "disk.csi.acme.io";
+  a.volume_id = "vol-1";
+  a.node_id = "i-123";
+  a.phase = Phase::kInProgress;
+  ASSERT_TRUE(store->PutAttachment(a).ok());
+  // The same volume again, in any phase, is the idempotent case.
+  a.phase = Phase::kDone;
+  a.publish_context = {{"devicePath", "/dev/vdb"}};
+  ASSERT_TRUE(store->PutAttachment(a).ok());
+  ASSERT_TRUE(store->PutAttachment(a).ok());
+
+  AttachmentRecord other = a;
+  other.volume_id = "vol-2";
+  other.publish_context = {{"devicePath", "/dev/vdc"}};
+  Status refused = store->PutAttachment(other);
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition);
+  for (const char* part : {"pv-1", "node-1", "vol-1", "vol-2"}) {
+    EXPECT_NE(refused.message().find(part), std::string::npos) << refused.message();
+  }
+  AttachmentRecord other_driver = a;
+  other_driver.csi_driver = "other.csi.acme.io";
+  EXPECT_EQ(store->PutAttachment(other_driver).code(), Code::kFailedPrecondition);
+
+  auto kept = store->GetAttachment("acme/disk", "pv-1", "node-1");
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->volume_id, "vol-1");
+  EXPECT_EQ((*kept)->csi_driver, "disk.csi.acme.io");
+  EXPECT_EQ((*kept)->publish_context["devicePath"], "/dev/vdb");
+
+  // Another node or another name is another record; after a detach the key is free again.
+  other.node_name = "node-2";
+  EXPECT_TRUE(store->PutAttachment(other).ok());
+  ASSERT_TRUE(store->DeleteAttachment("acme/disk", "pv-1", "node-1").ok());
+  other.node_name = "node-1";
+  EXPECT_TRUE(store->PutAttachment(other).ok());
+}
+
+TEST(RefuseAnotherVolumeTest, NamesTheRecordAndBothVolumes) {
+  EXPECT_TRUE(RefuseAnotherVolume("target /t", "d", "vol-1", "d", "vol-1").ok());
+  Status s = RefuseAnotherVolume("target /t", "d", "vol-1", "e", "vol-2");
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "target /t already holds volume vol-1 of d, not vol-2 of e");
 }
 
 TEST_F(StateStoreTest, CountsPublicationsPerStaging) {

@@ -1,11 +1,69 @@
 #include "common/sqlite_database.h"
 
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace flexcsi {
+
+namespace {
+
+// Whether a directory's path names it as flexcsi's own (see MakeDatabasePrivate).
+bool IsFlexcsiDirectory(const std::string& dir) {
+  size_t start = 0;
+  while (start < dir.size()) {
+    size_t end = dir.find('/', start);
+    if (end == std::string::npos) end = dir.size();
+    if (dir.compare(start, 7, "flexcsi") == 0 && end - start >= 7) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status MakeDatabasePrivate(const std::string& path, unsigned file_mode) {
+  if (path.empty() || path == ":memory:" || path.compare(0, 5, "file:") == 0) {
+    return Status::Ok();
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return Internal("cannot read the directory of " + path + ": " + ErrnoText());
+    }
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Internal("cannot create the directory of " + path + ": " + ErrnoText());
+    }
+  } else if (S_ISDIR(st.st_mode) && (st.st_mode & 077) != 0 && IsFlexcsiDirectory(dir)) {
+    if (::chmod(dir.c_str(), st.st_mode & 0700) != 0) {
+      return Internal("cannot make the directory of " + path + " private: " + ErrnoText());
+    }
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                        static_cast<mode_t>(file_mode));
+  if (fd >= 0) {
+    const int rc = ::fchmod(fd, static_cast<mode_t>(file_mode));  // whatever the umask took
+    ::close(fd);
+    if (rc != 0) return Internal("cannot set the mode of " + path + ": " + ErrnoText());
+  } else if (errno != EEXIST) {
+    return Internal("cannot create " + path + ": " + ErrnoText());
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = path + suffix;
+    if (::chmod(file.c_str(), static_cast<mode_t>(file_mode)) != 0 && errno != ENOENT) {
+      return Internal("cannot set the mode of " + file + ": " + ErrnoText());
+    }
+  }
+  return Status::Ok();
+}
 
 SqliteStatement::SqliteStatement(const SqliteDatabase& db, const std::string& sql) : db_(db) {
   rc_ = sqlite3_prepare_v2(db.handle(), sql.c_str(), -1, &stmt_, nullptr);
@@ -69,6 +127,9 @@ SqliteDatabase::~SqliteDatabase() { sqlite3_close(db_); }
 StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
     const std::string& path, const std::string& store_name,
     const std::vector<const char*>& migrations, unsigned file_mode) {
+  if (file_mode != 0) {
+    FLEXCSI_RETURN_IF_ERROR(MakeDatabasePrivate(path, file_mode).WithContext(store_name));
+  }
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -79,9 +140,6 @@ StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
     return Internal("cannot open " + store_name + " " + path + ": " + message);
   }
   std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(db, store_name));
-  if (file_mode != 0 && ::chmod(path.c_str(), file_mode) != 0) {
-    return Internal("cannot set the mode of " + store_name + " " + path);
-  }
   // A concurrent reader (a status command) may hold the database briefly.
   sqlite3_busy_timeout(db, 5000);
   FLEXCSI_RETURN_IF_ERROR(database->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")

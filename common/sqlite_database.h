@@ -20,6 +20,19 @@ namespace flexcsi {
 
 class SqliteDatabase;
 
+// What SqliteDatabase::Open does with a `file_mode`, for a database file at `path`:
+//  - its directory is created 0700 when missing (the parent only, never its ancestors);
+//  - an existing directory is tightened to its owner (mode & 0700) when flexcsi made it, which
+//    flexcsi's own paths show by a component named flexcsi* (/var/lib/flexcsi,
+//    /var/lib/flexcsi/provisioner, /var/lib/flexcsi-controller); any other directory, such as
+//    /var/lib, is a place the operator chose and keeps its mode;
+//  - the file is created with `file_mode` when missing (never a moment readable by others) and
+//    set to `file_mode` when it exists, and so are its existing -wal, -shm and -journal files.
+//    SQLite creates those side files later with the mode of the database file.
+// Nothing for SQLite's special names (":memory:", "", "file:" URIs). INTERNAL naming the path
+// when a step fails.
+Status MakeDatabasePrivate(const std::string& path, unsigned file_mode);
+
 // A prepared statement that binds by position and finalizes itself. Errors are reported by
 // prepared() and Run(); Step() returns sqlite's own code (SQLITE_ROW, SQLITE_DONE, ...).
 class SqliteStatement {
@@ -51,8 +64,9 @@ class SqliteDatabase {
  public:
   // Opens or creates `path` and brings its schema to migrations.size(): migrations[i] is the SQL
   // that takes version i to i + 1. `store_name` ("state database") prefixes every error. A file
-  // written by a newer schema is refused (FAILED_PRECONDITION), never downgraded. `file_mode`,
-  // when not 0, is applied to the file (journals that hold cluster objects are 0600).
+  // written by a newer schema is refused (FAILED_PRECONDITION), never downgraded.
+  // `file_mode`, when not 0 (0600: every flexcsi journal holds cluster objects or what the node
+  // mounted), makes the database private (MakeDatabasePrivate) before SQLite opens it.
   static StatusOr<std::unique_ptr<SqliteDatabase>> Open(const std::string& path,
                                                         const std::string& store_name,
                                                         const std::vector<const char*>& migrations,

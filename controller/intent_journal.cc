@@ -17,7 +17,9 @@ constexpr const char* kSchemaV1 =
 
 StatusOr<std::unique_ptr<IntentJournal>> IntentJournal::Open(const std::string& path) {
   // synchronous=FULL (SqliteDatabase's default): the row is on disk before CreateVolume is sent.
-  auto db = SqliteDatabase::Open(path, "intent journal", {kSchemaV1});
+  // Private (0600 in a 0700 directory), like every flexcsi journal: the rows hold CreateVolume
+  // requests with their parameters and the claims they serve.
+  auto db = SqliteDatabase::Open(path, "intent journal", {kSchemaV1}, 0600);
   if (!db.ok()) return Status(Code::kUnavailable, db.status().message());
   return std::unique_ptr<IntentJournal>(new IntentJournal(std::move(*db)));
 }

@@ -108,6 +108,30 @@ TEST_F(BadInputTest, PathOutsideKubeletRootIsRefused) {
   ExpectNothingLeaked(env_);
 }
 
+// Issue 46: a pod author names an inline volume like an attached PV (or a PV is recreated with
+// another volumeID while the old attachment stands). The attach of the other CSI volume under the
+// same name and node is refused, and the recorded attachment keeps its volume, so detach still
+// releases the right one.
+TEST_F(BadInputTest, AttachOfAnotherVolumeUnderAnAttachedNameIsRefused) {
+  const std::string other_id = env_.CreateVolume("vol-other", 64 * kMiB, "ext4");
+  ASSERT_FALSE(other_id.empty());
+  FlexVolumeSource v = env_.VolumeSource("pv-taken", id_);
+  ASSERT_DRIVER_OK(env_.caller().Attach(v));
+  FlexVolumeSource impostor = env_.VolumeSource("pv-taken", other_id);
+  DriverResult r = env_.caller().Attach(impostor);
+  ExpectFailure(r, "pv-taken");
+  EXPECT_NE(std::string::npos, r.error.find(id_)) << r.error;
+  EXPECT_NE(std::string::npos, r.error.find(other_id)) << r.error;
+  // The same attach again is still idempotent, and detach releases the first volume.
+  ASSERT_DRIVER_OK(env_.caller().Attach(v));
+  nlohmann::json state = env_.BridgeState();
+  ASSERT_TRUE(state.contains("attachments")) << state.dump();
+  ASSERT_EQ(state["attachments"].size(), 1u) << state.dump();
+  EXPECT_EQ(state["attachments"][0].value("volumeId", ""), id_) << state.dump();
+  ASSERT_DRIVER_OK(env_.caller().Detach(v));
+  ExpectNothingLeaked(env_);
+}
+
 TEST_F(BadInputTest, DaemonDownIsFailureTellingHowToStartIt) {
   env_.KillBridge(SIGKILL);
   FlexVolumeSource v = env_.VolumeSource("pv-bad", id_);

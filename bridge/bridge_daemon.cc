@@ -94,6 +94,8 @@ Status BridgeDaemon::Start() {
       startup_report_.failed, counts.ok() ? counts->attachments : -1,
       counts.ok() ? counts->stagings : -1, counts.ok() ? counts->publications : -1);
 
+  // /healthz answers from these, so that no HTTP request waits on a driver.
+  dispatcher_->StartDriverProbes();
   if (!config_.metrics_address.empty()) {
     metrics_server_ =
         std::make_unique<MetricsHttpServer>(metrics_, [this] { return dispatcher_->Ready(); });
@@ -117,6 +119,7 @@ void BridgeDaemon::Stop() {
   if (reconciler_) reconciler_->Stop();
   if (registrar_) registrar_->Stop();
   if (metrics_server_) metrics_server_->Stop();
+  if (dispatcher_) dispatcher_->StopDriverProbes();
   server_.reset();
   reconciler_.reset();
   metrics_server_.reset();

@@ -120,6 +120,23 @@ nlohmann::json CallDispatcher::Health() {
         entry["controllerCapabilities"] = CapabilityNames(*caps);
       }
     }
+    if (probes_ != nullptr) {
+      // The answer /healthz gives, and how old it is.
+      const auto now = DriverProbeCache::Clock::now();
+      for (const auto& r : probes_->Snapshot()) {
+        if (r.flex_driver != d.flex_driver) continue;
+        nlohmann::json last = {{"ready", probes_->Fresh(r, now)}, {"message", r.message}};
+        if (r.probed) {
+          last["ageSeconds"] =
+              std::chrono::duration_cast<std::chrono::seconds>(now - r.answered_at).count();
+        }
+        if (r.probing) {
+          last["probingSeconds"] =
+              std::chrono::duration_cast<std::chrono::seconds>(now - r.probing_since).count();
+        }
+        entry["lastProbe"] = last;
+      }
+    }
     if (ctx_.registrar != nullptr) {
       const nlohmann::json registrations = ctx_.registrar->Snapshot();
       if (registrations.contains(d.csi_endpoint)) {
@@ -164,12 +181,38 @@ nlohmann::json CallDispatcher::Health() {
   return reply;
 }
 
-bool CallDispatcher::Ready() {
-  if (ctx_.kubelet_root != nullptr && !ctx_.kubelet_root->Check().ok()) return false;
-  for (const auto& d : ctx_.config.drivers) {
-    if (!ctx_.ClientFor(d).Probe(Deadline::In(std::chrono::seconds(5))).ok()) return false;
+HealthAnswer CallDispatcher::Ready() const {
+  HealthAnswer answer;
+  if (ctx_.kubelet_root != nullptr && !ctx_.kubelet_root->Check().ok()) {
+    answer.healthy = false;
+    answer.detail += "kubelet root " + ctx_.config.kubelet_root + ": not kubelet's\n";
   }
-  return true;
+  if (probes_ == nullptr) {
+    if (!ctx_.config.drivers.empty()) {
+      answer.healthy = false;
+      answer.detail += "drivers not probed yet\n";
+    }
+    return answer;
+  }
+  answer.healthy = answer.healthy && probes_->AllReady();
+  answer.detail += probes_->Describe();
+  return answer;
+}
+
+void CallDispatcher::StartDriverProbes(DriverProbeCache::Options options) {
+  if (probes_ != nullptr) return;
+  CsiClients& clients = ctx_.clients;
+  probes_ = std::make_unique<DriverProbeCache>(
+      ctx_.config.drivers,
+      [&clients](const DriverConfig& d, const Deadline& deadline) {
+        return clients.For(d.csi_endpoint).Probe(deadline);
+      },
+      options);
+  probes_->Start();
+}
+
+void CallDispatcher::StopDriverProbes() {
+  if (probes_ != nullptr) probes_->Stop();
 }
 
 nlohmann::json CallDispatcher::State() {

@@ -108,8 +108,16 @@ Status ParseListenAddress(const std::string& address, std::string* host, int* po
   return Status::Ok();
 }
 
-MetricsHttpServer::MetricsHttpServer(const Metrics& metrics, std::function<bool()> health_check)
+MetricsHttpServer::MetricsHttpServer(const Metrics& metrics,
+                                     std::function<HealthAnswer()> health_check)
     : metrics_(metrics), health_check_(std::move(health_check)) {}
+
+MetricsHttpServer::MetricsHttpServer(const Metrics& metrics, std::function<bool()> health_check)
+    : metrics_(metrics) {
+  if (health_check) {
+    health_check_ = [check = std::move(health_check)] { return HealthAnswer{check(), ""}; };
+  }
+}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
@@ -156,9 +164,10 @@ Status MetricsHttpServer::Start(const std::string& address) {
                           metrics_.RenderPrometheusText(), head);
     }
     if (path == "/healthz") {
-      const bool healthy = health_check_ ? health_check_() : true;
-      return healthy ? HttpResponse(200, "OK", "text/plain", "ok\n", head)
-                     : HttpResponse(503, "Service Unavailable", "text/plain", "unhealthy\n", head);
+      const HealthAnswer answer = health_check_ ? health_check_() : HealthAnswer{};
+      return answer.healthy ? HttpResponse(200, "OK", "text/plain", "ok\n" + answer.detail, head)
+                            : HttpResponse(503, "Service Unavailable", "text/plain",
+                                           "unhealthy\n" + answer.detail, head);
     }
     return HttpResponse(404, "Not Found", "text/plain", "not found\n", head);
   };

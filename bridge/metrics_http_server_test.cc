@@ -97,6 +97,26 @@ TEST(MetricsHttpServerTest, HealthzFollowsTheHealthCheck) {
   EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r;
 }
 
+TEST(MetricsHttpServerTest, HealthzCarriesTheCheckDetail) {
+  Metrics metrics;
+  HealthAnswer answer{true, "acme/nfs: ready (probed 2s ago)\n"};
+  MetricsHttpServer server(metrics, [&answer] { return answer; });
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  std::string r = Get(server.port(), "/healthz");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(Body(r), "ok\nacme/nfs: ready (probed 2s ago)\n");
+  server.Stop();
+  answer = {false, "acme/nfs: not ready (UNAVAILABLE, probed 1s ago)\n"};
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  r = Get(server.port(), "/healthz");
+  EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r;
+  EXPECT_EQ(Body(r), "unhealthy\nacme/nfs: not ready (UNAVAILABLE, probed 1s ago)\n");
+  // HEAD gets the status alone.
+  r = HttpRequest(server.port(), "HEAD /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r;
+  EXPECT_EQ(Body(r), "");
+}
+
 TEST(MetricsHttpServerTest, UnknownPathsMethodsAndGarbageGetErrors) {
   Metrics metrics;
   MetricsHttpServer server(metrics, nullptr);

@@ -15,7 +15,13 @@ For every kustomization given (base and overlays) this
      are part of the same rendering, hostPath types, explicit image tags;
   4. checks flexcsi's own wiring: each bridge configuration in a ConfigMap parses, names valid
      drivers, and every CSI endpoint it calls is served by a sidecar through the same volume,
-     and its socket sits on a hostPath that the host's flexexec can reach.
+     and its socket sits on a hostPath that the host's flexexec can reach;
+  5. NetworkPolicies select pods of the rendering and name ports those pods declare;
+  6. ValidatingAdmissionPolicies (and their bindings), which python3-kubernetes 22 has no model
+     for: their fields against the admissionregistration.k8s.io/v1 schema written out below,
+     every CEL expression parsed (cel_subset.py) and its references resolved (variables defined
+     before use, only the roots Kubernetes declares), each binding naming a rendered policy.
+     What the expressions decide is tested by validate_manifests_test.py, which evaluates them.
 
 Usage: validate_manifests.py [--kubectl PATH] KUSTOMIZATION_DIR...
 Exit status 0 when everything is valid; 1 with one line per problem otherwise; 77 when nothing is
@@ -31,6 +37,8 @@ import yaml
 from kubernetes.client import ApiClient
 from kubernetes.client import models
 
+import cel_subset
+
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 IANA_SVC_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -39,10 +47,51 @@ HOSTPATH_TYPES = {"", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", 
                   "CharDevice", "BlockDevice"}
 FLEX_DRIVER = re.compile(r"^[A-Za-z0-9._-]+/[A-Za-z0-9._-]+$")
 NAMESPACED_KINDS = {"ServiceAccount", "ConfigMap", "Secret", "DaemonSet", "Deployment", "Pod",
-                    "Role", "RoleBinding", "Service", "PersistentVolumeClaim"}
+                    "Role", "RoleBinding", "Service", "PersistentVolumeClaim", "NetworkPolicy"}
 # Primitive types of the generated models; "object" is anything (IntOrString, Quantity, ...).
 PRIMITIVES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
               "date": (str,), "datetime": (str,), "object": (object,)}
+
+
+# admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and ...Binding (Kubernetes 1.30),
+# which python3-kubernetes 22 predates: field -> type, in the notation of the generated models;
+# "!" marks a required field. From the API reference of admissionregistration.k8s.io/v1.
+HAND_TYPES = {
+    "VapValidatingAdmissionPolicy": {"apiVersion": "str", "kind": "str",
+                                     "metadata": "V1ObjectMeta", "spec": "!VapPolicySpec"},
+    "VapPolicySpec": {"paramKind": "VapParamKind", "matchConstraints": "!VapMatchResources",
+                      "validations": "list[VapValidation]", "failurePolicy": "str",
+                      "auditAnnotations": "list[VapAuditAnnotation]",
+                      "matchConditions": "list[VapNamedExpression]",
+                      "variables": "list[VapNamedExpression]"},
+    "VapParamKind": {"apiVersion": "str", "kind": "str"},
+    "VapMatchResources": {"namespaceSelector": "V1LabelSelector",
+                          "objectSelector": "V1LabelSelector",
+                          "resourceRules": "list[VapNamedRule]",
+                          "excludeResourceRules": "list[VapNamedRule]", "matchPolicy": "str"},
+    "VapNamedRule": {"resourceNames": "list[str]", "operations": "list[str]",
+                     "apiGroups": "list[str]", "apiVersions": "list[str]",
+                     "resources": "list[str]", "scope": "str"},
+    "VapValidation": {"expression": "!str", "message": "str", "reason": "str",
+                      "messageExpression": "str"},
+    "VapAuditAnnotation": {"key": "!str", "valueExpression": "!str"},
+    "VapNamedExpression": {"name": "!str", "expression": "!str"},
+    "VapValidatingAdmissionPolicyBinding": {"apiVersion": "str", "kind": "str",
+                                            "metadata": "V1ObjectMeta",
+                                            "spec": "!VapBindingSpec"},
+    "VapBindingSpec": {"policyName": "!str", "paramRef": "VapParamRef",
+                       "matchResources": "VapMatchResources",
+                       "validationActions": "!list[str]"},
+    "VapParamRef": {"name": "str", "namespace": "str", "selector": "V1LabelSelector",
+                    "parameterNotFoundAction": "str"},
+}
+HAND_KINDS = {("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+              ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding")}
+# The names a policy's expressions may start from (Kubernetes' CEL environment for admission).
+CEL_ROOTS = {"object", "oldObject", "request", "params", "namespaceObject", "authorizer",
+             "variables"}
+REASONS = {"Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge"}
+OPERATIONS = {"*", "CREATE", "UPDATE", "DELETE", "CONNECT"}
 
 
 class Problems:
@@ -84,6 +133,20 @@ def check_schema(value, type_name, path, problems):
             problems.add(path, f"expected {type_name}, got a boolean")
         elif not isinstance(value, PRIMITIVES[type_name]):
             problems.add(path, f"expected {type_name}, got {type(value).__name__} ({value!r})")
+        return
+    if type_name in HAND_TYPES:
+        if not isinstance(value, dict):
+            problems.add(path, f"expected an object ({type_name}), got {type(value).__name__}")
+            return
+        fields = HAND_TYPES[type_name]
+        for key, v in value.items():
+            if key not in fields:
+                problems.add(path, f"unknown field \"{key}\" in {type_name[3:]}")
+                continue
+            check_schema(v, fields[key].lstrip("!"), f"{path}.{key}", problems)
+        for key, t in fields.items():
+            if t.startswith("!") and key not in value:
+                problems.add(path, f"{type_name[3:]} lacks required field {key}")
         return
     cls = getattr(models, type_name, None)
     if cls is None:
@@ -308,6 +371,151 @@ def check_bridge_wiring(obj, where, rendered, volumes, containers, problems, ser
                              f"lands on the same volume and path)")
 
 
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+
+
+def check_network_policy(obj, where, docs, problems):
+    """A NetworkPolicy must select pods of this rendering (a typo in its selector protects
+    nothing, silently), and a named port must be one those pods declare."""
+    spec = obj.get("spec") or {}
+    namespace = obj["metadata"].get("namespace")
+    selected = []
+    for d in docs:
+        template = (d.get("spec") or {}).get("template")
+        if d.get("kind") not in ("DaemonSet", "Deployment", "StatefulSet") or not template:
+            continue
+        if (d.get("metadata") or {}).get("namespace") != namespace:
+            continue
+        if selects(spec.get("podSelector") or {}, (template.get("metadata") or {}).get("labels")
+                   or {}):
+            selected.append(template.get("spec") or {})
+    if not selected:
+        problems.add(where, "podSelector selects no pod of this rendering")
+        return
+    for rule in spec.get("ingress") or []:
+        for port in rule.get("ports") or []:
+            named = port.get("port")
+            if not isinstance(named, str):
+                continue
+            for pod in selected:
+                if not any(p.get("name") == named for c in pod.get("containers") or []
+                           for p in c.get("ports") or []):
+                    problems.add(where, f"port \"{named}\" is not declared by every selected pod")
+                    break
+
+
+def check_cel(text, where, allowed_variables, problems):
+    """Parses one expression and resolves what it reads; the parse tree, or None."""
+    try:
+        tree = cel_subset.parse(text)
+    except cel_subset.CelError as e:
+        problems.add(where, f"CEL expression does not parse: {e}: {text}")
+        return None
+    for root, field in cel_subset.references(tree):
+        if root not in CEL_ROOTS:
+            problems.add(where, f"CEL expression reads undeclared '{root}': {text}")
+        elif root == "variables" and field not in allowed_variables:
+            problems.add(where, f"CEL expression reads variables.{field}, not defined before it")
+    return tree
+
+
+def check_admission_policy(obj, where, problems):
+    spec = obj.get("spec") or {}
+    if spec.get("failurePolicy", "Fail") not in ("Fail", "Ignore"):
+        problems.add(where, f"failurePolicy {spec.get('failurePolicy')} is not Fail or Ignore")
+    rules = ((spec.get("matchConstraints") or {}).get("resourceRules")) or []
+    if not rules:
+        problems.add(where, "matchConstraints.resourceRules is empty: the policy matches nothing")
+    for r in rules:
+        for op in r.get("operations") or []:
+            if op not in OPERATIONS:
+                problems.add(where, f"operation {op} is not one of {sorted(OPERATIONS)}")
+    for c in spec.get("matchConditions") or []:
+        check_cel(c.get("expression", ""), f"{where} matchCondition {c.get('name')}", set(),
+                  problems)
+    defined = set()
+    for v in spec.get("variables") or []:
+        check_cel(v.get("expression", ""), f"{where} variable {v.get('name')}", defined,
+                  problems)
+        if v.get("name") in defined:
+            problems.add(where, f"variable {v.get('name')} defined twice")
+        defined.add(v.get("name"))
+    if not spec.get("validations"):
+        problems.add(where, "no validations: the policy admits everything")
+    for i, v in enumerate(spec.get("validations") or []):
+        vw = f"{where} validation {i}"
+        check_cel(v.get("expression", ""), vw, defined, problems)
+        if "messageExpression" in v:
+            check_cel(v["messageExpression"], vw + " messageExpression", defined, problems)
+        if v.get("reason", "Invalid") not in REASONS:
+            problems.add(vw, f"reason {v.get('reason')} is not one of {sorted(REASONS)}")
+        if "message" in v and "\n" in v["message"].strip():
+            problems.add(vw, "message has a line break (the API server refuses it)")
+
+
+def check_admission_binding(obj, where, rendered, problems):
+    spec = obj.get("spec") or {}
+    actions = spec.get("validationActions") or []
+    if not actions or not set(actions) <= {"Deny", "Warn", "Audit"}:
+        problems.add(where, f"validationActions {actions} must be some of Deny, Warn, Audit")
+    if ("ValidatingAdmissionPolicy", None, spec.get("policyName")) not in rendered:
+        problems.add(where, f"policyName {spec.get('policyName')} is not a policy of this "
+                            f"rendering")
+
+
+def validating_policy_denials(policy, request):
+    """What the API server would answer `request` (an admission.k8s.io/v1 AdmissionRequest as a
+    dict, with `object` and `oldObject`) with under `policy`, evaluated with cel_subset: None when
+    the policy does not match the request, else the list of denial messages ([] = admitted).
+    An expression that fails to evaluate denies (failurePolicy Fail) with the error."""
+    spec = policy["spec"]
+    group = request["resource"]["group"]
+    version = request["resource"]["version"]
+    resource = request["resource"]["resource"]
+
+    def among(value, allowed):
+        return "*" in allowed or value in allowed
+
+    if not any(among(group, r.get("apiGroups") or []) and
+               among(version, r.get("apiVersions") or []) and
+               among(resource, r.get("resources") or []) and
+               among(request["operation"], r.get("operations") or [])
+               for r in spec["matchConstraints"]["resourceRules"]):
+        return None
+    roots = {"object": request.get("object"), "oldObject": request.get("oldObject"),
+             "request": request, "params": None}
+    for c in spec.get("matchConditions") or []:
+        try:
+            if not cel_subset.evaluate(c["expression"], roots):
+                return None
+        except cel_subset.CelError as e:
+            return [f"matchCondition {c['name']} failed: {e}"]
+    compute = {}
+    variables = cel_subset.LazyMap(compute)
+    for v in spec.get("variables") or []:
+        compute[v["name"]] = (lambda text: lambda: cel_subset.evaluate(
+            text, {**roots, "variables": variables}))(v["expression"])
+    roots["variables"] = variables
+    denials = []
+    for v in spec.get("validations") or []:
+        try:
+            ok = cel_subset.evaluate(v["expression"], roots)
+        except cel_subset.CelError as e:
+            denials.append(f"expression '{v['expression']}' failed: {e}")
+            continue
+        if ok is True:
+            continue
+        message = v.get("message") or f"failed expression: {v['expression']}"
+        if "messageExpression" in v:
+            try:
+                message = cel_subset.evaluate(v["messageExpression"], roots)
+            except cel_subset.CelError:
+                pass  # the API server falls back to message, too
+        denials.append(message)
+    return denials
+
+
 def validate_rendering(name, text, problems):
     # A path var (base/node/kustomization.yaml) in a field kustomize does not substitute stays
     # as written and would reach the node as a path named "$(...)".
@@ -327,6 +535,14 @@ def validate_rendering(name, text, problems):
         kind = d.get("kind", "?")
         where = f"{name}: {kind}/{(d.get('metadata') or {}).get('name', '?')}"
         cls = model_class(d.get("apiVersion", ""), kind)
+        if (d.get("apiVersion"), kind) in HAND_KINDS:
+            check_schema(d, "Vap" + kind, where, problems)
+            check_metadata(d, where, problems)
+            if kind == "ValidatingAdmissionPolicy":
+                check_admission_policy(d, where, problems)
+            else:
+                check_admission_binding(d, where, rendered, problems)
+            continue
         if cls is None:
             problems.add(where, f"unknown apiVersion/kind {d.get('apiVersion')}/{kind}")
             continue
@@ -334,6 +550,8 @@ def validate_rendering(name, text, problems):
         check_required(d, cls, where, problems)
         check_metadata(d, where, problems)
         namespace = (d.get("metadata") or {}).get("namespace")
+        if kind == "NetworkPolicy":
+            check_network_policy(d, where, docs, problems)
         spec = None
         if kind in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
             template = (d.get("spec") or {}).get("template") or {}

@@ -18,7 +18,9 @@ import unittest
 
 import yaml
 
+import cel_subset
 from validate_manifests import kustomize_predates_components
+from validate_manifests import validating_policy_denials
 
 REPO = KUBECTL = None
 VALIDATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validate_manifests.py")
@@ -117,6 +119,251 @@ class BrokenManifestsAreRejected(unittest.TestCase):
     def test_broken_yaml(self):
         self.edit("base/node/namespace.yaml", "kind: Namespace", "kind: Namespace\n  bad: [")
         self.assertRejected("kubectl kustomize failed")
+
+
+    def test_admission_policy_expression_typo(self):
+        self.edit("components/node-restriction-policy/policy.yaml",
+                  "!variables.isNode || !variables.isUpdate || object.spec == oldObject.spec",
+                  "!variables.isNode || !variables.isUpdate || object.spec == oldObject.spec)")
+        self.assertRejected("CEL expression does not parse", "overlays/restricted")
+
+    def test_admission_policy_variable_used_before_defined(self):
+        self.edit("components/node-restriction-policy/policy.yaml",
+                  "expression: \"['csi.volume.kubernetes.io/nodeid']\"",
+                  "expression: \"variables.nodeName == '' ? [] : ['x']\"")
+        self.assertRejected("reads variables.nodeName, not defined before it",
+                            "overlays/restricted")
+
+    def test_admission_policy_unknown_field(self):
+        self.edit("components/node-restriction-policy/policy.yaml", "  failurePolicy: Fail",
+                  "  failurePolicies: Fail")
+        self.assertRejected('unknown field "failurePolicies"', "overlays/restricted")
+
+    def test_admission_binding_names_no_policy(self):
+        self.edit("components/node-restriction-policy/policy.yaml",
+                  "  policyName: flexcsi-node-restriction",
+                  "  policyName: flexcsi-node-restrictions")
+        self.assertRejected("is not a policy of this rendering", "overlays/restricted")
+
+    def test_network_policy_selecting_nothing(self):
+        self.edit("components/metrics-network-policy/networkpolicy.yaml",
+                  "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: flexcsi",
+                  "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: flexcs")
+        self.assertRejected("podSelector selects no pod", "overlays/restricted")
+
+    def test_network_policy_port_the_pods_do_not_name(self):
+        self.edit("components/metrics-network-policy/networkpolicy.yaml", "port: metrics",
+                  "port: metric")
+        self.assertRejected('port "metric" is not declared', "overlays/restricted")
+
+
+def render(overlay):
+    result = subprocess.run([KUBECTL, "kustomize", os.path.join(REPO, "deploy", "kubernetes",
+                                                                overlay)],
+                            capture_output=True, text=True)
+    if kustomize_predates_components(result.stderr):
+        raise unittest.SkipTest("kubectl before 1.21 cannot render components")
+    if result.returncode != 0:
+        raise AssertionError(result.stderr)
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+class NodeRoleIsWhatTheBridgeAsks(unittest.TestCase):
+    """base/node/rbac.yaml grants exactly the requests bridge/node_registrar.cc,
+    bridge/registration_watch.cc and bridge/cluster_objects.cc make (docs/operations.md, "What
+    the node bridge may do"): a verb more is a grant nobody reviewed, a verb less a refusal on
+    a real cluster."""
+
+    EXPECTED = {("", "nodes"): {"get", "list", "watch", "patch"},
+                ("storage.k8s.io", "csinodes"): {"get", "list", "watch", "create", "update"},
+                ("", "persistentvolumes"): {"get", "list"},
+                ("", "pods"): {"get", "list"}}
+
+    def test_node_cluster_role(self):
+        docs = render("base/node")
+        role = next(d for d in docs if d["kind"] == "ClusterRole" and
+                    d["metadata"]["name"] == "flexcsi-node")
+        granted = {}
+        for rule in role["rules"]:
+            self.assertNotIn("resourceNames", rule)
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    granted.setdefault((group, resource), set()).update(rule["verbs"])
+        self.assertEqual(granted, self.EXPECTED)
+        binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding")
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "flexcsi-node",
+                                                "namespace": "flexcsi"}])
+
+    def test_secrets_role_adds_only_secret_reads(self):
+        with open(os.path.join(REPO, "deploy", "kubernetes", "bridge-reads-secrets",
+                               "rbac.yaml")) as f:
+            role = next(d for d in yaml.safe_load_all(f) if d["kind"] == "ClusterRole")
+        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["secrets"],
+                                          "verbs": ["get"]}])
+
+
+class CelSubsetEvaluates(unittest.TestCase):
+    """The evaluator the policy tests rely on, on CEL's own semantics."""
+
+    def ev(self, text, **roots):
+        return cel_subset.evaluate(text, roots)
+
+    def test_operators_and_macros(self):
+        m = {"a": "1", "b": "2"}
+        self.assertEqual(self.ev("m.filter(k, m[k] != '1')", m=m), ["b"])
+        self.assertTrue(self.ev("['x', 'y'].all(s, s in ['x', 'y', 'z'])"))
+        self.assertTrue(self.ev("has(m.a) && !has(m.c) && size(m) == 2 && m.size() == 2", m=m))
+        self.assertEqual(self.ev("true ? [1] + [2] : []"), [1, 2])
+        self.assertEqual(self.ev("['a', 'b'].join(', ')"), "a, b")
+        self.assertTrue(self.ev("{'k': [1, 2]} == {'k': [1, 2]} && 1 != 'x'"))
+        self.assertEqual(self.ev("'a' + \"b\""), "ab")
+
+    def test_errors_are_absorbed_only_where_cel_absorbs_them(self):
+        # && and || are commutative in CEL: the side that decides wins over an error.
+        self.assertFalse(self.ev("o.missing == 1 && false", o={}))
+        self.assertTrue(self.ev("true || o.missing", o={}))
+        with self.assertRaises(cel_subset.CelError):
+            self.ev("o.missing == 1 && true", o={})
+        with self.assertRaises(cel_subset.CelError):
+            self.ev("1 + 'a'")
+        with self.assertRaises(cel_subset.CelError):
+            cel_subset.parse("a.b(")
+
+
+class NodeRestrictionPolicyDecides(unittest.TestCase):
+    """components/node-restriction-policy, as overlays/restricted renders it, evaluated on the
+    writes the bridge makes and on the ones it must not (no Kubernetes 1.30 cluster here: the
+    policy's CEL is evaluated by cel_subset.py)."""
+
+    SA = "system:serviceaccount:flexcsi:flexcsi-node"
+    NODE = "node-a"
+
+    @classmethod
+    def setUpClass(cls):
+        docs = render("overlays/restricted")
+        cls.policy = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy")
+        binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding")
+        assert binding["spec"]["policyName"] == cls.policy["metadata"]["name"]
+        assert binding["spec"]["validationActions"] == ["Deny"]
+
+    def node(self, name=NODE):
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": "u-" + name,
+                             "labels": {"kubernetes.io/hostname": name,
+                                        "kubernetes.io/os": "linux"},
+                             "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+                "spec": {"podCIDR": "10.244.0.0/24",
+                         "taints": [{"key": "dedicated", "value": "gpu",
+                                     "effect": "NoSchedule"}]},
+                "status": {}}
+
+    def registered(self, node):
+        """The Node after the bridge's merge patch (bridge/node_info_rules.cc)."""
+        new = yaml.safe_load(yaml.safe_dump(node))
+        new["metadata"]["labels"]["topology.loopback.csi.flexcsi.io/node"] = node["metadata"][
+            "name"]
+        new["metadata"]["annotations"]["csi.volume.kubernetes.io/nodeid"] = (
+            '{"loopback.csi.flexcsi.io":"%s"}' % node["metadata"]["name"])
+        return new
+
+    def csinode(self, name=NODE, drivers=()):
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                "metadata": {"name": name, "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Node", "name": name, "uid": "u-" + name}]},
+                "spec": {"drivers": [{"name": d, "nodeID": name} for d in drivers]}}
+
+    def decide(self, operation, new, old=None, user=SA, node_name=NODE):
+        extra = {"authentication.kubernetes.io/pod-name": ["flexcsi-node-x"],
+                 "authentication.kubernetes.io/pod-uid": ["p-1"]}
+        if node_name is not None:
+            extra["authentication.kubernetes.io/node-name"] = [node_name]
+            extra["authentication.kubernetes.io/node-uid"] = ["u-" + node_name]
+        resource = ({"group": "", "version": "v1", "resource": "nodes"}
+                    if (new or old)["kind"] == "Node" else
+                    {"group": "storage.k8s.io", "version": "v1", "resource": "csinodes"})
+        request = {"uid": "r-1", "operation": operation, "resource": resource,
+                   "name": (new or old)["metadata"]["name"],
+                   "userInfo": {"username": user, "uid": "s-1",
+                                "groups": ["system:serviceaccounts",
+                                           "system:serviceaccounts:flexcsi",
+                                           "system:authenticated"],
+                                "extra": extra},
+                   "object": new, "oldObject": old}
+        return validating_policy_denials(self.policy, request)
+
+    def assertAdmitted(self, *args, **kwargs):
+        self.assertEqual(self.decide(*args, **kwargs), [])
+
+    def assertDenied(self, expected, *args, **kwargs):
+        denials = self.decide(*args, **kwargs)
+        self.assertTrue(denials, "admitted")
+        self.assertTrue(any(expected in d for d in denials), denials)
+
+    def test_registration_of_its_own_node_is_admitted(self):
+        old = self.node()
+        self.assertAdmitted("UPDATE", self.registered(old), old)
+        # and unregistration: the label and annotation go again
+        self.assertAdmitted("UPDATE", old, self.registered(old))
+        self.assertAdmitted("CREATE", self.csinode(drivers=["loopback.csi.flexcsi.io"]))
+        kubelets = self.csinode(drivers=["ebs.csi.aws.com"])
+        both = self.csinode(drivers=["ebs.csi.aws.com", "loopback.csi.flexcsi.io"])
+        self.assertAdmitted("UPDATE", both, kubelets)
+        self.assertAdmitted("UPDATE", kubelets, both)
+
+    def test_another_nodes_objects_are_denied(self):
+        old = self.node("node-b")
+        self.assertDenied("may write only its own nodes, not the one of node node-b",
+                          "UPDATE", self.registered(old), old)
+        self.assertDenied("may write only its own csinodes, not the one of node node-b",
+                          "CREATE", self.csinode("node-b", ["loopback.csi.flexcsi.io"]))
+
+    def test_a_token_without_a_node_is_denied(self):
+        old = self.node()
+        self.assertDenied("token names no node", "UPDATE", self.registered(old), old,
+                          node_name=None)
+
+    def test_anything_but_its_labels_and_annotation_is_denied(self):
+        old = self.node()
+        untainted = self.registered(old)
+        untainted["spec"]["taints"] = []
+        self.assertDenied("may not change a Node's spec", "UPDATE", untainted, old)
+        unschedulable = self.node()
+        unschedulable["spec"]["unschedulable"] = True
+        self.assertDenied("may not change a Node's spec", "UPDATE", unschedulable, old)
+        role = self.registered(old)
+        role["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
+        self.assertDenied("not node-role.kubernetes.io/control-plane", "UPDATE", role, old)
+        relabelled = self.node()
+        relabelled["metadata"]["labels"]["kubernetes.io/hostname"] = "node-c"
+        self.assertDenied("not kubernetes.io/hostname", "UPDATE", relabelled, old)
+        annotated = self.registered(old)
+        del annotated["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"]
+        self.assertDenied("not node.alpha.kubernetes.io/ttl", "UPDATE", annotated, old)
+        held = self.registered(old)
+        held["metadata"]["finalizers"] = ["example.com/hold"]
+        self.assertDenied("finalizers or owners", "UPDATE", held, old)
+
+    def test_other_drivers_entries_are_denied(self):
+        kubelets = self.csinode(drivers=["ebs.csi.aws.com"])
+        self.assertDenied("only the CSINode entries of its drivers (loopback.csi.flexcsi.io)",
+                          "UPDATE", self.csinode(drivers=[]), kubelets)
+        self.assertDenied("only the CSINode entries of its drivers", "CREATE",
+                          self.csinode(drivers=["ebs.csi.aws.com"]))
+        relabelled = self.csinode(drivers=["ebs.csi.aws.com"])
+        relabelled["metadata"]["labels"] = {"x": "y"}
+        self.assertDenied("may not change a CSINode's labels", "UPDATE", relabelled, kubelets)
+
+    def test_deletes_and_node_creation_are_denied(self):
+        self.assertDenied("only updates Nodes", "DELETE", None, self.node())
+        self.assertDenied("only updates Nodes", "DELETE", None, self.csinode())
+        self.assertDenied("only updates Nodes", "CREATE", self.node())
+
+    def test_other_users_are_not_matched(self):
+        old = self.node("node-b")
+        self.assertIsNone(self.decide("UPDATE", self.registered(old), old,
+                                      user="system:node:node-b", node_name=None))
+        self.assertIsNone(self.decide("UPDATE", self.registered(old), old,
+                                      user="system:serviceaccount:flexcsi:flexcsi-controller"))
 
 
 class NodePathsAreOneSettingEach(unittest.TestCase):

@@ -63,7 +63,8 @@ Status Deleter::SyncVolume(const std::string& pv_name) {
     if (!data.ok()) return data.status();
     for (const auto& [k, v] : *data) (*del.mutable_secrets())[k] = v;
   }
-  Status deleted = ctx_.Csi(*driver).DeleteVolume(del, Deadline::In(ctx_.timeout));
+  Status deleted = WithSecretsRedacted(
+      ctx_.Csi(*driver).DeleteVolume(del, Deadline::In(ctx_.timeout)), del.secrets());
   // CSI: deleting a volume that is already gone succeeds; some drivers say NOT_FOUND anyway.
   if (!deleted.ok() && deleted.code() != Code::kNotFound) {
     spdlog::warn("DeleteVolume {} for PV {}: {}", volume->volume_handle, pv_name,

@@ -13,6 +13,7 @@
 #include "controller/intent_journal.h"
 #include "controller/node_deployment.h"
 #include "controller/quantity.h"
+#include "controller/secret_params.h"
 #include "controller/topology.h"
 #include "controller/unservable_claim.h"
 
@@ -286,18 +287,19 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
   }
   auto created = ctx_.Csi(driver).CreateVolume(request, Deadline::In(ctx_.timeout));
   if (!created.ok()) {
-    if (IsPendingCsiError(created.status())) {
+    const Status failed = WithSecretsRedacted(created.status(), request.secrets());
+    if (IsPendingCsiError(failed)) {
       // The driver is still making this volume (a CephFS clone copies in the background and
       // answers "pending" until it is done): no failure, so no ProvisioningFailed event. The
       // claim's backoff repeats CreateVolume by the same name, which finds that volume.
       spdlog::info("claim {}/{}: {} still pending in the driver; asking again", ns, name, pv_name);
-      return created.status();
+      return failed;
     }
-    Failed(claim, class_name, created.status());
+    Failed(claim, class_name, failed);
     // A final error means nothing was created; anything else may still be in flight, and the
     // row stays so that the volume is found again (retry) or deleted (claim gone).
-    if (IsFinalCsiError(created.status())) (void)ctx_.journal->Finish(pv_name);
-    return created.status();
+    if (IsFinalCsiError(failed)) (void)ctx_.journal->Finish(pv_name);
+    return failed;
   }
   CrashPoint("create-volume");
   csi::v1::Volume volume = created->volume();
@@ -311,7 +313,8 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     csi::v1::DeleteVolumeRequest del;
     del.set_volume_id(volume.volume_id());
     for (const auto& [k, v] : request.secrets()) (*del.mutable_secrets())[k] = v;
-    FLEXCSI_RETURN_IF_ERROR(ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)));
+    FLEXCSI_RETURN_IF_ERROR(WithSecretsRedacted(
+        ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)), del.secrets()));
     (void)ctx_.journal->Finish(pv_name);
     return pv.status();
   }
@@ -328,7 +331,8 @@ Status Provisioner::Provision(const nlohmann::json& claim, const nlohmann::json&
     csi::v1::DeleteVolumeRequest del;
     del.set_volume_id(volume.volume_id());
     for (const auto& [k, v] : request.secrets()) (*del.mutable_secrets())[k] = v;
-    FLEXCSI_RETURN_IF_ERROR(ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)));
+    FLEXCSI_RETURN_IF_ERROR(WithSecretsRedacted(
+        ctx_.Csi(driver).DeleteVolume(del, Deadline::In(ctx_.timeout)), del.secrets()));
     return ctx_.journal->Finish(pv_name);
   }
 

@@ -111,10 +111,11 @@ Status Resizer::SyncClaim(const nlohmann::json& claim) {
   }
   auto expanded = ctx_.Csi(*driver).ControllerExpandVolume(req, Deadline::In(ctx_.timeout));
   if (!expanded.ok()) {
+    const Status failed = WithSecretsRedacted(expanded.status(), req.secrets());
     ctx_.events->Record(claim, kEventWarning, "VolumeResizeFailed",
                         "resize volume \"" + pv_name + "\" by resizer \"" + driver->provisioner +
-                            "\" failed: " + expanded.status().message());
-    return expanded.status();
+                            "\" failed: " + failed.message());
+    return failed;
   }
   CrashPoint("expand-volume");
   const int64_t new_bytes =

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/flex_options.h"  // RedactSecretValues
 #include "common/status.h"
 
 namespace flexcsi::controller {
@@ -49,5 +50,17 @@ StatusOr<std::optional<SecretRef>> ResolveSecretRef(SecretKind kind,
 
 // True for keys the provisioner consumes itself and never passes to CreateVolume.
 bool IsProvisionerOnlyParameter(const std::string& key);
+
+// A driver's error for a request that carried `secrets` (a std::map or the request's protobuf
+// map), with every secret value in its message redacted as the bridge redacts them
+// (RedactSecretValues, bridge/flex_options.h): drivers have been known to echo their request,
+// and the message goes on to an event any reader of the claim sees, a log line and the work
+// queue's retry log. Every CSI call made with secrets passes its error through this at once.
+template <typename SecretMap>
+Status WithSecretsRedacted(const Status& status, const SecretMap& secrets) {
+  if (status.ok() || secrets.empty()) return status;
+  const std::map<std::string, std::string> values(secrets.begin(), secrets.end());
+  return Status(status.code(), RedactSecretValues(status.message(), values));
+}
 
 }  // namespace flexcsi::controller

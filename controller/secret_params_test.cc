@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "csi.pb.h"
+
 namespace flexcsi::controller {
 namespace {
 
@@ -98,6 +100,34 @@ TEST(SecretParams, SnapshotClassNamesTheSnapshotterSecretLiterally) {
   auto templated = ResolveSecretRef(SecretKind::kSnapshotter, params, "", nullptr);
   ASSERT_FALSE(templated.ok());
   EXPECT_NE(templated.status().message().find("${volumesnapshot.name}"), std::string::npos);
+}
+
+// Issue 46: a driver that echoes its request must not put the request's secrets into the
+// ProvisioningFailed / VolumeResizeFailed / SnapshotCreationFailed event (or a log line).
+TEST(SecretParams, ADriverErrorLosesTheSecretValuesOfItsRequest) {
+  csi::v1::CreateVolumeRequest request;
+  (*request.mutable_secrets())["userKey"] = "AQDx9s3cr3tK3y==";
+  (*request.mutable_secrets())["userID"] = "admin";
+  (*request.mutable_secrets())["pin"] = "42";  // too short to redact without eating words
+  const Status driver(
+      Code::kUnauthenticated,
+      "rbd: auth failed for admin with key AQDx9s3cr3tK3y== (key AQDx9s3cr3tK3y==)");
+  const Status redacted = WithSecretsRedacted(driver, request.secrets());
+  EXPECT_EQ(redacted.code(), Code::kUnauthenticated);
+  EXPECT_EQ(redacted.message(),
+            "rbd: auth failed for <redacted> with key <redacted> (key <redacted>)");
+  // What Provisioner::Failed writes as the event's message.
+  const std::string event = "failed to provision volume with StorageClass \"fast\": " +
+                            redacted.message();
+  EXPECT_EQ(event.find("AQDx9s3cr3tK3y=="), std::string::npos) << event;
+
+  std::map<std::string, std::string> snapshotter = {{"password", "hunter22"}};
+  EXPECT_EQ(WithSecretsRedacted(Status(Code::kInternal, "login hunter22"), snapshotter).message(),
+            "login <redacted>");
+  // No secrets, or no error: unchanged.
+  EXPECT_EQ(WithSecretsRedacted(driver, csi::v1::DeleteVolumeRequest().secrets()).message(),
+            driver.message());
+  EXPECT_TRUE(WithSecretsRedacted(Status::Ok(), snapshotter).ok());
 }
 
 }  // namespace

@@ -237,7 +237,8 @@ Status Snapshotter::SyncContent(const std::string& name) {
       csi::v1::DeleteSnapshotRequest del;
       del.set_snapshot_id(handle);
       for (const auto& [k, v] : secrets) (*del.mutable_secrets())[k] = v;
-      Status s = ctx_.Csi(*driver).DeleteSnapshot(del, Deadline::In(ctx_.timeout));
+      Status s = WithSecretsRedacted(
+          ctx_.Csi(*driver).DeleteSnapshot(del, Deadline::In(ctx_.timeout)), del.secrets());
       if (!s.ok() && s.code() != Code::kNotFound) return s;
       spdlog::info("deleted snapshot {} of content {}", handle, name);
     }
@@ -279,9 +280,10 @@ Status Snapshotter::SyncContent(const std::string& name) {
   }
   auto made = ctx_.Csi(*driver).CreateSnapshot(req, Deadline::In(ctx_.timeout));
   if (!made.ok()) {
+    const Status failed = WithSecretsRedacted(made.status(), req.secrets());
     auto snap = ctx_.client->Get(Snapshots(JStr(ref, "namespace")).Named(JStr(ref, "name")));
-    if (snap.ok()) (void)Fail(*snap, made.status());
-    return made.status();
+    if (snap.ok()) (void)Fail(*snap, failed);
+    return failed;
   }
   CrashPoint("create-snapshot");
   const auto& s = made->snapshot();

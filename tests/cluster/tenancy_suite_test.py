@@ -57,6 +57,11 @@ SPECS = {
     "rook": {"args": ["--no-attach"], "attach": False,
              "entry": {"rule": profile_rule("rook-cephfs")}},
     "plain": {"args": ["--no-attach"], "attach": False, "inline": True},
+    # cephfs.yaml's rule on rook-cephfs.yaml's CSI driver and endpoint, as an admin has them who
+    # installs both profiles for one ceph-csi; inline volumes allowed (csiEndpoint set below)
+    "cephfsalias": {"args": ["--no-attach"], "attach": False, "inline": True,
+                    "entry": {"rule": dict(profile_rule("cephfs"),
+                                           csiDriver="rook.loopback.csi.flexcsi.io")}},
     "attachable": {"args": [], "attach": True, "inline": True},
 }
 
@@ -120,8 +125,10 @@ def setUpModule():
         PLUGINS = NodePlugins(c, shapes=SPECS, specs=SPECS,
                               registration_kubeconfig=clustertest.service_account_kubeconfig(
                                   c, "flexcsi", "flexcsi-node"))
+        SPECS["cephfsalias"]["entry"]["csiEndpoint"] = "unix://" + PLUGINS.csi_socket("rook")
         PLUGINS.start()
         rook_pv = volume("rook", "victim")  # the rook rule's handle is the PV's name
+        rook_idle_pv = volume("rook", "victim-idle")
         objects = [
             secret(VICTIM, "crown", {"adminID": "victim", "adminKey": "victim-crown-key"}),
             secret(VICTIM, "rook-key", {"key": "victim-cephx-key"}),
@@ -136,6 +143,10 @@ def setUpModule():
                 "fsName": "myfs", "clusterNamespace": "rook-ceph", "path": "/",
                 "mountUser": "victim", "mountSecret": "rook-key"}),
             *victim_pv("plain", "victim-plain", "plain", {"volumeID": volume("plain", "victim")}),
+            # the victim's data at rest: written by its pod, which is then deleted
+            *victim_pv("rook", rook_idle_pv, "rookidle", {
+                "fsName": "myfs", "clusterNamespace": "rook-ceph", "path": "/",
+                "mountUser": "victim", "mountSecret": "rook-key"}),
             # two: kubelet retries the mounts of an attachable volume one at a time by its
             # name, and a refused attacker's pod is retried for 2 min after its deletion
             *victim_pv("attachable", "victim-attach", "attach",
@@ -144,8 +155,14 @@ def setUpModule():
                        {"volumeID": volume("attachable", "victim2")}),
         ]
         apply(objects)
-        for claim in VICTIM_PV:
+        for claim in VICTIM_PV:  # at once: apply made them all
             wait_pod_running(VICTIM, claim, 180)
+        wait_for("the victim's idle file written", lambda: exec_in(
+            VICTIM, "rookidle", "cat", SECRET_FILE, check=False).strip() == "victim-rookidle")
+        clustertest.CLUSTER.delete("pod", "rookidle", VICTIM)
+        wait_for("the victim's idle volume unstaged", lambda: not any(
+            rook_idle_pv in json.dumps(r) for r in PLUGINS.records()["stagings"])
+            and get("pod", "rookidle", VICTIM) is None, 120)
         clustertest.timed("set-up: cluster, bridge and the victim's four pods running",
                           time.monotonic() - began)
     except BaseException:
@@ -199,13 +216,23 @@ class TenancyTest(unittest.TestCase):
         apply(busybox_pod(ATTACKER, pod, volumes, [{"name": volumes[0]["name"],
                                                     "mountPath": "/data"}],
                           command="cat %s; sleep 3600" % SECRET_FILE))
-        try:
-            lines = wait_for("a refusal of %s containing %s" % (pod, expected), lambda: [
-                line for line in refusals(ATTACKER, pod, reasons)
-                if all(s in line for s in expected)], timeout=90)
-        except AssertionError as e:
-            raise AssertionError("%s\nevents of %s:\n%s\nbridge log:\n%s" % (
-                e, pod, pod_events(ATTACKER, pod), PLUGINS.procs["bridge"].tail(15))) from None
+        deadline = time.monotonic() + 90
+        while True:
+            lines = [line for line in refusals(ATTACKER, pod, reasons)
+                     if all(s in line for s in expected)]
+            if lines:
+                break
+            why = None
+            if pod_running(ATTACKER, pod):
+                why = "THE ATTACK GOT THROUGH: %s runs and reads %r" % (pod, exec_in(
+                    ATTACKER, pod, "cat", SECRET_FILE, check=False).strip())
+            elif time.monotonic() > deadline:
+                why = "no refusal of %s containing %s in 90 s" % (pod, expected)
+            if why:
+                force_delete(pod)
+                raise AssertionError("%s\nevents of %s:\n%s\nbridge log:\n%s" % (
+                    why, pod, pod_events(ATTACKER, pod), PLUGINS.procs["bridge"].tail(15)))
+            time.sleep(0.5)
         print("\n  %s: %s" % (pod, lines[0][:400]), flush=True)
         self.assertFalse(pod_running(ATTACKER, pod), "%s runs" % pod)
         uid = get("pod", pod, ATTACKER)["metadata"]["uid"]
@@ -347,17 +374,30 @@ class TenancyTest(unittest.TestCase):
         self.attack("a5-spoof", pod["spec"]["volumes"], ["%s/crown" % ATTACKER],
                     forbidden=["%s/crown" % VICTIM])
 
+    # ----- 6. another FlexVolume driver's PV on the same CSI driver ----------------------------
+
+    def test_6_inline_handle_of_a_pv_of_another_flex_driver_on_the_same_csi_driver(self):
+        """cephfs.yaml's rule (inline allowed) and rook-cephfs.yaml's on one CSI driver: the
+        attacker's inline volumeHandle is the handle of the victim's rook PV (its name), whose
+        data is at rest (not staged on the node), with the attacker's own Secret."""
+        pv = VICTIM_PV["rookidle"]
+        options = {"volumeHandle": pv, "clusterID": "ceph", "fsName": "myfs",
+                   "nodeStageSecretName": "mine", "nodeStageSecretNamespace": ATTACKER}
+        self.attack("a6-alias", flex_inline("cephfsalias", options),
+                    ["resolves to the volume handle of PV %s" % pv, DOCS])
+
     # ----- after the attacks -------------------------------------------------------------------
 
     def test_9_victim_untouched_and_nothing_left(self):
-        for claim in VICTIM_PV:
+        running = [claim for claim in VICTIM_PV if claim != "rookidle"]
+        for claim in running:
             self.assertEqual(exec_in(VICTIM, claim, "cat", SECRET_FILE).strip(),
                              "victim-" + claim)
         for pod in clustertest.CLUSTER.kubectl_json("get", "pods", "-n", ATTACKER)["items"]:
             if pod["metadata"]["name"] != "tenant-inline":  # an attack left behind
                 force_delete(pod["metadata"]["name"])
         clustertest.CLUSTER.delete("pod", "tenant-inline", ATTACKER)
-        for pod in VICTIM_PV:
+        for pod in running:
             clustertest.CLUSTER.delete("pod", pod, VICTIM)
         began = time.monotonic()
         for ns in (ATTACKER, VICTIM):

@@ -216,6 +216,10 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
                            {"metricsAddress", options_.metrics ? "127.0.0.1:0" : ""},
                            {"reconcileIntervalSeconds", 2},
                            {"unavailableRetrySeconds", options_.unavailable_retry_seconds},
+                           // No API server here: the caller plays kubelet, and every call is
+                           // taken as the admin's (the checks: tests/cluster/tenancy_suite),
+                           // unless EnvOptions::kubeconfig names one.
+                           {"trustPodAuthors", options_.kubeconfig.empty()},
                            {"drivers",
                             {{{"flexDriver", kTestDriver},
                               {"csiEndpoint", "unix://" + csi_socket_},
@@ -226,6 +230,10 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
                                {{"csiDriver", kTestCsiDriver},
                                 {"volumeHandle", {{"fromOption", "volumeID"}}},
                                 {"defaultFsType", "ext4"}}}}}}};
+  if (!options_.kubeconfig.empty()) {
+    config["kubeconfig"] = options_.kubeconfig;
+    config["registerDrivers"] = false;  // kTestNode is csi-loopback's node id, no Node object
+  }
   std::ofstream(bridge_config_) << config.dump(2) << "\n";  // JSON is YAML
 
   auto started = StartDriver();

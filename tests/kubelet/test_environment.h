@@ -41,6 +41,11 @@ struct EnvOptions {
   // tests; "" runs the ones built with the test (the bridge: or FLEXCSI_TEST_BRIDGE_BINARY's).
   std::string flexexec_binary;
   std::string bridge_binary;
+  // Cluster access for the bridge: with a kubeconfig the bridge identifies each call's volume
+  // and pod with that API server (trustPodAuthors: false, registerDrivers: false), as on a node;
+  // "" keeps trustPodAuthors: true and no cluster (nothing here has an API server).
+  // bench/caller_checks_bench.py runs bridge_bench so against a real kube-apiserver.
+  std::string kubeconfig;
 };
 
 // A child process with its output going to a log file.

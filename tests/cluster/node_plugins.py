@@ -118,7 +118,9 @@ class NodePlugins:
             config.update(nodeName=self.node_name,
                           kubeconfig=self.registration_kubeconfig)
         else:
-            config.update(registerDrivers=False, kubeconfig=self.cluster.kubeconfig)
+            # nodeName all the same: mountdevice is checked against the pods of this node
+            config.update(registerDrivers=False, kubeconfig=self.cluster.kubeconfig,
+                          nodeName=self.node_name)
         if self.trust_pod_authors:
             config["trustPodAuthors"] = True
         with open(self.config, "w") as f:

@@ -3,6 +3,7 @@
 // waitforattach, kubelet's check that the attach it depends on really happened.
 #include <spdlog/spdlog.h>
 
+#include "bridge/call_identity.h"
 #include "bridge/csi_requests.h"
 #include "bridge/flex_calls.h"
 #include "bridge/flex_options.h"
@@ -25,7 +26,11 @@ Status CheckNodeName(const std::string& node) {
 StatusOr<std::string> Attach(BridgeContext& ctx, const FlexCall& call) {
   const std::string& node_name = call.args[1];
   FLEXCSI_RETURN_IF_ERROR(CheckNodeName(node_name));
-  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
+  // An inline volume's author chose its options: it is attached only where its driver entry
+  // allows inline volumes, and never as a PV's volume (call_identity.h).
+  CallContext about;
+  about.node_name = node_name;
+  auto resolved = ResolveCall(ctx, call, call.args[0], about);
   if (!resolved.ok()) return resolved.status();
   const CsiVolume& volume = resolved->volume;
   const std::string node_id = call.driver.NodeIdFor(node_name);

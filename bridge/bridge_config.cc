@@ -74,6 +74,7 @@ StatusOr<DriverConfig> ParseDriver(const nlohmann::json& j, size_t index) {
                            "ReadWriteOncePod");
   }
   FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "podInfoOnMount", &d.pod_info_on_mount, where));
+  FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "inlineVolumes", &d.inline_volumes, where));
   if (auto it = j.find("mountFlags"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return InvalidArgument(where + "mountFlags must be a list of strings");
     for (const auto& f : *it) {
@@ -101,6 +102,14 @@ StatusOr<DriverConfig> ParseDriver(const nlohmann::json& j, size_t index) {
   auto mapping = translator::ParseFlexVolumeRules(nlohmann::json::array({rule_json}));
   if (!mapping.ok()) return mapping.status().WithContext(where + "rule");
   d.mapping = std::move(*mapping);
+  // A pod author names an inline volume: a handle made from that name could be any PV's.
+  if (d.inline_volumes &&
+      d.mapping.rules().front().handle_template.find("${kubernetes.io/pvOrVolumeName}") !=
+          std::string::npos) {
+    return InvalidArgument(where + "inlineVolumes: true needs a rule whose volumeHandle is not "
+                           "made from ${kubernetes.io/pvOrVolumeName}: a pod author names an "
+                           "inline volume, and so could name any PV's volume (docs/security.md)");
+  }
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "provisioner", &d.provisioner, where));
   if (d.provisioner.empty()) d.provisioner = d.CsiDriver();
   return d;
@@ -138,6 +147,7 @@ StatusOr<BridgeConfig> BridgeConfig::FromJson(const nlohmann::json& j) {
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "nodeName", &c.node_name, ""));
   FLEXCSI_RETURN_IF_ERROR(ReadString(j, "kubeconfig", &c.kubeconfig, ""));
   FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "registerDrivers", &c.register_drivers, ""));
+  FLEXCSI_RETURN_IF_ERROR(ReadBool(j, "trustPodAuthors", &c.trust_pod_authors, ""));
   auto drivers = j.find("drivers");
   if (drivers == j.end() || !drivers->is_array() || drivers->empty()) {
     return InvalidArgument("drivers must list at least one FlexVolume driver to serve");

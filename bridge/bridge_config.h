@@ -30,6 +30,10 @@ struct DriverConfig {
   std::string access_mode = "ReadWriteOnce";
   std::vector<std::string> mount_flags;
   bool pod_info_on_mount = false;
+  // Whether pods may use this driver in an inline flexVolume (docs/security.md). Off by default:
+  // an inline volume's options are written by whoever may create a pod, so it gets its own
+  // namespace's Secrets, its own staging and never a PV's volume handle.
+  bool inline_volumes = false;
   std::map<std::string, std::string> node_id_map;  // Kubernetes node name -> CSI node id
   // The provisioner name flexcsi-controller answers to (StorageClass `provisioner:`); the CSI
   // driver name unless the configuration says `provisioner:`.
@@ -59,6 +63,10 @@ struct BridgeConfig {
   std::string node_name;
   std::string kubeconfig;
   bool register_drivers = true;
+  // Every call taken as the admin's, as before 0.2.0: no cluster reads tell a PV's call from a
+  // pod author's inline volume. Only for nodes where nobody but the admin creates pods, or a
+  // bridge without cluster access (docs/security.md).
+  bool trust_pod_authors = false;
   std::vector<DriverConfig> drivers;
 
   // nullptr when `flex_driver` is not configured.

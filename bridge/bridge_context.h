@@ -36,6 +36,7 @@ class CsiClients {
   std::map<std::string, std::unique_ptr<CsiClient>> clients_;  // guarded by mu_
 };
 
+class ClusterObjects;
 class NodeRegistrar;
 class SecretReader;
 
@@ -49,6 +50,11 @@ struct BridgeContext {
   const NodeRegistrar* registrar = nullptr;  // null until started, and in tests
   KubeletRootWatch* kubelet_root = nullptr;  // null in tests that do not check the root
   SecretReader* secrets = nullptr;  // null when no driver's rule reads a Secret
+  // What identifies a call (call_identity.h); null with trustPodAuthors, and in tests that
+  // identify nothing.
+  ClusterObjects* cluster = nullptr;
+  // This bridge's node (nodeName, else $NODE_NAME); empty for a bridge of no node.
+  std::string node_name = {};
 
   CsiClient& ClientFor(const DriverConfig& driver) { return clients.For(driver.csi_endpoint); }
 };

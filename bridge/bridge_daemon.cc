@@ -2,9 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include "bridge/cluster_access.h"
+#include "bridge/cluster_objects.h"
 
 namespace flexcsi {
 namespace {
@@ -63,6 +66,26 @@ Status BridgeDaemon::Start() {
   ctx_ = std::make_unique<BridgeContext>(
       BridgeContext{config_, *store_, locks_, metrics_, *clients_, repairs_});
   dispatcher_ = std::make_unique<CallDispatcher>(*ctx_);
+  // Before serving: a bridge that cannot tell a PV's call from a pod author's would either
+  // refuse every mount or trust them all, so it says so once, at start.
+  if (!config_.trust_pod_authors) {
+    ClusterAccess access = ResolveClusterAccess(config_);
+    if (!access.client) {
+      return FailedPrecondition(
+          "the bridge identifies each call's volume with the cluster (docs/security.md), but " +
+          access.why_not + "; give it a kubeconfig, or set trustPodAuthors: true on nodes "
+          "where only the admin creates pods");
+    }
+    cluster_objects_ = std::make_unique<KubeClusterObjects>(std::move(access.client));
+    ctx_->cluster = cluster_objects_.get();
+    ctx_->node_name = config_.node_name;
+    if (const char* env = std::getenv("NODE_NAME"); ctx_->node_name.empty() && env != nullptr) {
+      ctx_->node_name = env;
+    }
+  } else {
+    spdlog::warn("trustPodAuthors: every FlexVolume call is taken as the admin's; inline "
+                 "volumes are not told from PVs (docs/security.md)");
+  }
   // A wrong root is not fatal: the bridge serves, reports itself not ready and logs why (once),
   // and turns ready when kubelet's dirs appear (a bridge started before kubelet on a new node).
   kubelet_root_ = std::make_unique<KubeletRootWatch>(config_.kubelet_root);

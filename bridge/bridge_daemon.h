@@ -7,6 +7,7 @@
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_context.h"
 #include "bridge/call_dispatcher.h"
+#include "bridge/cluster_objects.h"
 #include "bridge/metrics_http_server.h"
 #include "bridge/node_registrar.h"
 #include "bridge/reconciler.h"
@@ -40,6 +41,7 @@ class BridgeDaemon {
   std::unique_ptr<PeriodicReconciler> reconciler_;
   std::unique_ptr<NodeRegistrar> registrar_;
   std::unique_ptr<SecretReader> secret_reader_;  // when a rule reads Secrets
+  std::unique_ptr<ClusterObjects> cluster_objects_;  // unless trustPodAuthors
   std::unique_ptr<MetricsHttpServer> metrics_server_;
   ReconcileReport startup_report_;
 };

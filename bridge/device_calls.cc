@@ -3,6 +3,7 @@
 // Used by attach:true drivers; attach:false drivers are staged by mount (mount_calls.cc).
 #include <spdlog/spdlog.h>
 
+#include "bridge/call_identity.h"
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
 #include "bridge/rule_secrets.h"
@@ -13,11 +14,19 @@ namespace flexcsi {
 namespace {
 
 Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
-  auto staging_path = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
-  if (!staging_path.ok()) return staging_path.status();
+  auto device_mount_path = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
+  if (!device_mount_path.ok()) return device_mount_path.status();
+  if (device_mount_path->kind != KubeletPathKind::kDeviceMountPath) {
+    return InvalidArgument("mountdevice path " + device_mount_path->path +
+                           " is not a FlexVolume device mount path");
+  }
+  const std::string* staging_path = &device_mount_path->path;
   auto publish_context = DecodePublishContextToken(call.args[1]);
   if (!publish_context.ok()) return publish_context.status();
-  auto resolved = ResolveFlexVolume(call.driver, call.args[2]);
+  CallContext context;
+  context.path = &*device_mount_path;
+  context.node_name = ctx.node_name;
+  auto resolved = ResolveCall(ctx, call, call.args[2], context);
   if (!resolved.ok()) return resolved.status();
   const FlexOptions& options = resolved->options;
   const CsiVolume& volume = resolved->volume;
@@ -32,12 +41,13 @@ Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
   spec.volume = volume;
   spec.staging_path = *staging_path;
   spec.owner = StagingOwner::kKubelet;
+  spec.source = resolved->identity.source;
   spec.publish_context = *publish_context;
   // mountdevice carries no fsGroup, pod or secrets (flexvolume.md §2.8): only a rule's
   // `secrets` give the stage request any.
   spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
                      std::nullopt};
-  auto secrets = CallSecrets(volume, options, ctx.secrets);
+  auto secrets = CallSecrets(volume, options, resolved->identity, ctx.secrets);
   if (!secrets.ok()) return secrets.status();
   spec.secrets = std::move(*secrets);
   Status staged = StageVolume(ctx, spec, *caps, call.deadline);

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bridge/call_identity.h"
 #include "bridge/csi_requests.h"
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
@@ -43,7 +44,9 @@ nlohmann::json HandleExpandVolume(BridgeContext& ctx, const FlexCall& call) {
   if (!new_size.ok()) return ReplyFor(new_size.status());
   auto old_size = ParseSize(call.args[3], "old size");
   if (!old_size.ok()) return ReplyFor(old_size.status());
-  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
+  CallContext context;
+  context.persistent_volume_only = true;
+  auto resolved = ResolveCall(ctx, call, call.args[0], context);
   if (!resolved.ok()) return ReplyFor(resolved.status());
   const CsiVolume& volume = resolved->volume;
 
@@ -124,13 +127,16 @@ bool ControllerCanExpand(BridgeContext& ctx, const DriverConfig& driver, const D
 }
 
 Status ExpandFs(BridgeContext& ctx, const FlexCall& call, int64_t* grown_to) {
-  auto path = CheckUnderKubeletRoot(call.args[2], ctx.config.kubelet_root);
-  if (!path.ok()) return path.status();
+  auto kubelet_path = ParseKubeletPath(call.args[2], ctx.config.kubelet_root);
+  if (!kubelet_path.ok()) return kubelet_path.status();
+  const std::string* path = &kubelet_path->path;
   auto new_size = ParseSize(call.args[3], "new size");
   if (!new_size.ok()) return new_size.status();
   auto old_size = ParseSize(call.args[4], "old size");
   if (!old_size.ok()) return old_size.status();
-  auto resolved = ResolveFlexVolume(call.driver, call.args[0]);
+  CallContext context;
+  context.persistent_volume_only = true;
+  auto resolved = ResolveCall(ctx, call, call.args[0], context);
   if (!resolved.ok()) return resolved.status();
   const FlexOptions& options = resolved->options;
   const CsiVolume& volume = resolved->volume;

@@ -4,6 +4,7 @@
 // last publication using it goes (reference counting by publication records).
 #include <spdlog/spdlog.h>
 
+#include "bridge/call_identity.h"
 #include "bridge/flex_calls.h"
 #include "bridge/kubelet_paths.h"
 #include "bridge/rule_secrets.h"
@@ -30,10 +31,23 @@ std::map<std::string, std::string> VolumeContextFor(const DriverConfig& driver,
   return context;
 }
 
+// Where the bridge stages an attach:false volume itself. A PV's volume has one staging per node,
+// shared by its pods, as kubelet's CSI plugin shares it. An inline volume's is its pod's alone:
+// never shared with a PV's, nor with another pod's, whose author wrote the options differently.
+std::string BridgeStagingPathOf(BridgeContext& ctx, const CsiVolume& volume,
+                                 const ResolvedCall& call) {
+  std::string key = volume.volume_handle;
+  if (call.identity.source == CallSource::kInline) {
+    key = "inline/" + call.identity.pod_uid + "/" + call.options.volume_name;
+  }
+  return BridgeStagingPathFor(ctx.config.kubelet_root, volume.driver, key);
+}
+
 // Finds (attach:true) or makes (attach:false) the staging the publication will use, and fills
 // in spec.staging_path and spec.publish_context. Sets *self_staged when this call staged it.
-Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOptions& options,
+Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const ResolvedCall& resolved,
                       const NodeCapabilities& caps, PublishSpec* spec, bool* self_staged) {
+  const FlexOptions& options = resolved.options;
   const bool stage_rpc = caps.count(NodeCap::STAGE_UNSTAGE_VOLUME) > 0;
   if (call.driver.attach) {
     auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, options.volume_name);
@@ -47,6 +61,16 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOption
       return Status::Ok();  // nothing staged, no publish context: the driver needs neither
     }
     const StagingRecord& r = **staging;
+    // kubelet keys an attachable FlexVolume's device mount by its name alone, so pods whose
+    // volumes merely share a name (an inline volume named like a PV, two namespaces' inline
+    // volumes) reach the same staging.
+    if (r.csi_driver != spec->volume.driver || r.volume_id != spec->volume.volume_handle) {
+      return FailedPrecondition("another volume is staged under this name: volume " +
+                                options.volume_name + " is " + r.volume_id +
+                                " on this node, not " + spec->volume.volume_handle +
+                                " (docs/security.md)");
+    }
+    FLEXCSI_RETURN_IF_ERROR(CheckStagingSource(r, resolved.identity.source));
     if (stage_rpc && r.phase != Phase::kDone) {
       return FailedPrecondition("volume " + options.volume_name + " is " + PhaseName(r.phase) +
                                 " at " + r.staging_path);
@@ -64,9 +88,9 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const FlexOption
   stage.driver = &call.driver;
   stage.volume_name = options.volume_name;
   stage.volume = spec->volume;
-  stage.staging_path = BridgeStagingPathFor(ctx.config.kubelet_root, spec->volume.driver,
-                                            spec->volume.volume_handle);
+  stage.staging_path = BridgeStagingPathOf(ctx, spec->volume, resolved);
   stage.owner = StagingOwner::kBridge;
+  stage.source = resolved.identity.source;
   stage.capability = spec->capability;
   // FlexVolume has one secret set; the CSI spec lets a CO pass the same secrets to every RPC.
   stage.secrets = spec->secrets;
@@ -117,6 +141,9 @@ void FinishPendingNodeExpansion(BridgeContext& ctx, const FlexCall& call, const 
   auto staging = ctx.store.FindStagingOfVolume(call.driver.flex_driver, spec.volume_name);
   if (!staging.ok() || !staging->has_value()) return;
   StagingRecord record = **staging;
+  // The staging of this very volume: another volume of the same name (an inline volume named
+  // like a PV, on an attach:false driver) has a staging of its own and no expansion to finish.
+  if (record.volume_id != spec.volume.volume_handle) return;
   auto pending = record.request.find("pendingNodeExpandBytes");
   if (pending == record.request.end() || !pending->is_number_integer()) return;
   csi::v1::NodeExpandVolumeRequest req;
@@ -141,9 +168,15 @@ void FinishPendingNodeExpansion(BridgeContext& ctx, const FlexCall& call, const 
 }
 
 Status Mount(BridgeContext& ctx, const FlexCall& call) {
-  auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
-  if (!target.ok()) return target.status();
-  auto resolved = ResolveFlexVolume(call.driver, call.args[1]);
+  auto pod_volume_dir = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
+  if (!pod_volume_dir.ok()) return pod_volume_dir.status();
+  if (pod_volume_dir->kind != KubeletPathKind::kPodVolumeDir) {
+    return InvalidArgument("mount path " + pod_volume_dir->path + " is not a pod volume dir");
+  }
+  const std::string* target = &pod_volume_dir->path;
+  CallContext context;
+  context.path = &*pod_volume_dir;
+  auto resolved = ResolveCall(ctx, call, call.args[1], context);
   if (!resolved.ok()) return resolved.status();
   const FlexOptions& options = resolved->options;
   const CsiVolume& volume = resolved->volume;
@@ -162,12 +195,12 @@ Status Mount(BridgeContext& ctx, const FlexCall& call) {
   spec.capability = {call.driver.access_mode, volume.fs_type, call.driver.mount_flags,
                      options.fs_group};
   spec.volume_context = VolumeContextFor(call.driver, volume, options);
-  auto secrets = CallSecrets(volume, options, ctx.secrets);
+  auto secrets = CallSecrets(volume, options, resolved->identity, ctx.secrets);
   if (!secrets.ok()) return secrets.status();
   spec.secrets = std::move(*secrets);
 
   bool self_staged = false;
-  FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, options, *caps, &spec, &self_staged));
+  FLEXCSI_RETURN_IF_ERROR(PrepareStaging(ctx, call, *resolved, *caps, &spec, &self_staged));
   Status published = PublishVolume(ctx, spec, *caps, call.deadline);
   if (!published.ok() && self_staged) {
     ReleaseUnusedBridgeStaging(ctx, spec.staging_path, call.deadline);

@@ -60,20 +60,41 @@ StatusOr<std::string> SecretReader::ClaimNamespaceOf(const std::string& pv_name)
   return namespace_name;
 }
 
+StatusOr<std::string> RuleSecretNamespace(const translator::CsiVolume& volume,
+                                      const FlexOptions& options, const CallIdentity& identity,
+                                      SecretReader& reader) {
+  switch (identity.source) {
+    case CallSource::kInline:
+      if (identity.pod_namespace.empty()) {
+        return FailedPrecondition("an inline volume of an attachable driver cannot use the "
+                                  "rule's secrets: mountdevice does not say which pod's "
+                                  "namespace to read them in (docs/security.md)");
+      }
+      return identity.pod_namespace;
+    case CallSource::kPersistentVolume:
+      if (!volume.read_secret->namespace_name.empty()) return volume.read_secret->namespace_name;
+      if (!identity.claim_namespace.empty()) return identity.claim_namespace;
+      return FailedPrecondition("PV " + identity.pv_name + " has no claim, so the namespace of "
+                                "its Secret is unknown: give the rule a secrets.secretNamespace");
+    case CallSource::kTrusted:
+      break;
+  }
+  if (!volume.read_secret->namespace_name.empty()) return volume.read_secret->namespace_name;
+  if (!options.pod_namespace.empty()) return options.pod_namespace;
+  return reader.ClaimNamespaceOf(options.volume_name);
+}
+
 StatusOr<std::map<std::string, std::string>> CallSecrets(const translator::CsiVolume& volume,
                                                          const FlexOptions& options,
+                                                         const CallIdentity& identity,
                                                          SecretReader* reader) {
   std::string namespace_name;
   std::map<std::string, std::string> data;
   if (volume.read_secret) {
     if (reader == nullptr) return Internal("no SecretReader for a rule that reads a Secret");
-    namespace_name = volume.read_secret->namespace_name;
-    if (namespace_name.empty()) namespace_name = options.pod_namespace;
-    if (namespace_name.empty()) {
-      auto claim_namespace = reader->ClaimNamespaceOf(options.volume_name);
-      if (!claim_namespace.ok()) return claim_namespace.status();
-      namespace_name = *claim_namespace;
-    }
+    auto where = RuleSecretNamespace(volume, options, identity, *reader);
+    if (!where.ok()) return where.status();
+    namespace_name = *where;
     auto read = reader->Read(namespace_name, volume.read_secret->name);
     if (!read.ok()) return read.status();
     data = std::move(*read);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "bridge/call_identity.h"
 #include "bridge/flex_options.h"
 #include "common/status.h"
 #include "kube/kube_client.h"
@@ -38,11 +39,22 @@ class SecretReader {
   std::string why_not_;
 };
 
+// The namespace of the Secret volume.read_secret names, for this caller (below). `reader` is
+// asked for a PV's claim only when the call is trusted and nothing else says.
+StatusOr<std::string> RuleSecretNamespace(const translator::CsiVolume& volume,
+                                          const FlexOptions& options,
+                                          const CallIdentity& identity, SecretReader& reader);
+
 // The call's secrets: the rule's defaults, then keys made from options, then the Secret the rule
 // names (its one key under singleKeyAs, else every key), then what kubelet passed, each over
 // the one before. `reader` may be null when no rule reads a Secret.
+//
+// Where the rule's Secret is read depends on who calls (call_identity.h): an inline volume's
+// only ever in its pod's namespace, whatever the rule says, as kubelet looks up an inline CSI
+// volume's Secret; a PV's where the rule says, else in its claim's namespace.
 StatusOr<std::map<std::string, std::string>> CallSecrets(const translator::CsiVolume& volume,
                                                          const FlexOptions& options,
+                                                         const CallIdentity& identity,
                                                          SecretReader* reader);
 
 }  // namespace flexcsi

@@ -15,7 +15,7 @@ TEST(CallSecretsTest, KubeletsSecretsOverTheRulesOwnKeys) {
   volume.secret_values = {{"userID", "admin"}, {"kept", "k"}};
   FlexOptions options;
   options.secrets = {{"userID", "from-kubelet"}, {"userKey", "key"}};
-  auto got = CallSecrets(volume, options, nullptr);
+  auto got = CallSecrets(volume, options, CallIdentity{}, nullptr);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (Map{{"userID", "from-kubelet"}, {"userKey", "key"}, {"kept", "k"}}));
 }
@@ -26,7 +26,7 @@ TEST(CallSecretsTest, ARuleThatReadsASecretFailsClearlyWithoutClusterAccess) {
   FlexOptions options;
   options.pod_namespace = "app";
   SecretReader reader(nullptr, "no cluster access: no kubeconfig in the configuration");
-  auto got = CallSecrets(volume, options, &reader);
+  auto got = CallSecrets(volume, options, CallIdentity{}, &reader);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(got.status().message(),

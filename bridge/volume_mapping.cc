@@ -1,6 +1,7 @@
 #include "bridge/volume_mapping.h"
 
 #include "common/flex_call_limits.h"
+#include "common/json_access.h"
 
 namespace flexcsi {
 
@@ -24,6 +25,24 @@ StatusOr<ResolvedVolume> ResolveFlexVolume(const DriverConfig& driver,
   auto volume = MapFlexVolume(driver, *options);
   if (!volume.ok()) return volume.status();
   return ResolvedVolume{std::move(*options), std::move(*volume)};
+}
+
+std::string KubeletOptionsJson(const nlohmann::json& pv) {
+  const auto& flex = JField(JField(pv, "spec"), "flexVolume");
+  nlohmann::json options = nlohmann::json::object();
+  const auto& user = JField(flex, "options");
+  if (user.is_object()) options = user;
+  // What kubelet's flexvolume plugin adds to every call (pkg/volume/flexvolume/util.go).
+  options["kubernetes.io/fsType"] = JStr(flex, "fsType");
+  options["kubernetes.io/readwrite"] = flex.value("readOnly", false) ? "ro" : "rw";
+  options["kubernetes.io/pvOrVolumeName"] = JStr(JField(pv, "metadata"), "name");
+  return options.dump();
+}
+
+StatusOr<CsiVolume> CsiVolumeOfPV(const DriverConfig& driver, const nlohmann::json& pv) {
+  auto resolved = ResolveFlexVolume(driver, KubeletOptionsJson(pv));
+  if (!resolved.ok()) return resolved.status();
+  return resolved->volume;
 }
 
 }  // namespace flexcsi

@@ -3,6 +3,10 @@
 // uses for FlexVolume PVs, so that a migrated PV and the bridge always agree on the volume.
 #pragma once
 
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "bridge/bridge_config.h"
 #include "bridge/flex_options.h"
 #include "common/status.h"
@@ -21,8 +25,17 @@ struct ResolvedVolume {
   CsiVolume volume;
 };
 
-// FlexOptions::Parse then MapFlexVolume: what every call that carries options starts with.
+// FlexOptions::Parse then MapFlexVolume, for options an admin wrote (a PV's, through
+// KubeletOptionsJson). The bridge's FlexVolume calls go through ResolveCall (call_identity.h),
+// which first establishes who is calling.
 StatusOr<ResolvedVolume> ResolveFlexVolume(const DriverConfig& driver,
                                            const std::string& options_json);
+
+// The options kubelet passes to the FlexVolume driver for `pv` (flexVolume.options plus the
+// kubernetes.io/* keys kubelet adds to every call), as the JSON text flexexec forwards.
+std::string KubeletOptionsJson(const nlohmann::json& pv);
+
+// The CSI volume a FlexVolume PV of `driver` names, computed by the bridge's mapping.
+StatusOr<CsiVolume> CsiVolumeOfPV(const DriverConfig& driver, const nlohmann::json& pv);
 
 }  // namespace flexcsi

@@ -103,6 +103,23 @@ void RemoveDirectoryIfEmpty(const std::string& path) {
   }
 }
 
+Status CheckStagingSource(const StagingRecord& record, CallSource source) {
+  const std::string recorded = record.request.value("source", "");
+  const bool recorded_inline = recorded == CallSourceName(CallSource::kInline);
+  const bool recorded_pv = !recorded_inline && recorded != CallSourceName(CallSource::kTrusted);
+  if (source == CallSource::kInline && recorded_pv) {
+    return FailedPrecondition("volume " + record.volume_name +
+                              " is staged on this node for a persistent volume: an inline volume "
+                              "may not use its staging (docs/security.md)");
+  }
+  if (source == CallSource::kPersistentVolume && recorded_inline) {
+    return FailedPrecondition("volume " + record.volume_name +
+                              " is staged on this node for an inline volume: a persistent "
+                              "volume may not use its staging (docs/security.md)");
+  }
+  return Status::Ok();
+}
+
 Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabilities& caps,
                    const Deadline& deadline) {
   using Cap = csi::v1::NodeServiceCapability::RPC;
@@ -118,6 +135,7 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
       return FailedPrecondition("staging path " + spec.staging_path + " already holds volume " +
                                 r.volume_id + " of " + r.csi_driver);
     }
+    FLEXCSI_RETURN_IF_ERROR(CheckStagingSource(r, spec.source));
     const bool settled =
         r.phase == Phase::kDone && (!r.ExpectsMount() || IsMountPoint(spec.staging_path));
     // A repeated mountdevice finds everything in place; a re-stage after a reboot (record done,
@@ -137,7 +155,8 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
   record.owner = spec.owner;
   record.request = {{"publishContext", spec.publish_context},
                     {"volumeContext", spec.volume.volume_attributes},
-                    {"capability", CapabilityToJson(spec.capability)}};
+                    {"capability", CapabilityToJson(spec.capability)},
+                    {"source", CallSourceName(spec.source)}};
   record.shape = stage_rpc ? StagingShape::kDriverMount : StagingShape::kNoStage;
   record.marker = !stage_rpc && needs_mount_point;
   if (!stage_rpc && !needs_mount_point) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "bridge/bridge_context.h"
+#include "bridge/call_identity.h"
 #include "bridge/csi_requests.h"
 #include "bridge/deadline.h"
 #include "bridge/publish_context_token.h"
@@ -37,10 +38,18 @@ struct StageSpec {
   CsiVolume volume;
   std::string staging_path;
   StagingOwner owner = StagingOwner::kKubelet;
+  // Who the staging is for (call_identity.h), kept in the record: a staging is never shared
+  // between a PV and an inline volume.
+  CallSource source = CallSource::kTrusted;
   PublishContext publish_context;
   MountCapabilitySpec capability;
   std::map<std::string, std::string> secrets;  // never stored
 };
+
+// OK when a call of `source` may use `record`: the record was made for the same kind of volume
+// (PV or inline), or one side is trusted (trustPodAuthors, or a record from before 0.2.0, which
+// counts as a PV's). FAILED_PRECONDITION naming the volume and the kind it is staged for.
+Status CheckStagingSource(const StagingRecord& record, CallSource source);
 
 // Stages unless the same volume is already staged there (idempotent). For drivers without
 // STAGE_UNSTAGE only the record is written (it carries the publish context to mount).

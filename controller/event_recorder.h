@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/lru_cache.h"
+#include "common/lru_cache.h"
 #include "kube/kube_client.h"
 
 namespace flexcsi::controller {

@@ -26,25 +26,6 @@ nlohmann::json NodeAffinity(const csi::v1::Volume& volume) {
 
 }  // namespace
 
-std::string KubeletOptionsJson(const nlohmann::json& pv) {
-  const auto& flex = JField(JField(pv, "spec"), "flexVolume");
-  nlohmann::json options = nlohmann::json::object();
-  const auto& user = JField(flex, "options");
-  if (user.is_object()) options = user;
-  // What kubelet's flexvolume plugin adds to every call (pkg/volume/flexvolume/util.go).
-  options["kubernetes.io/fsType"] = JStr(flex, "fsType");
-  options["kubernetes.io/readwrite"] = flex.value("readOnly", false) ? "ro" : "rw";
-  options["kubernetes.io/pvOrVolumeName"] = JStr(JField(pv, "metadata"), "name");
-  return options.dump();
-}
-
-StatusOr<translator::CsiVolume> CsiVolumeOfPV(const DriverConfig& driver,
-                                              const nlohmann::json& pv) {
-  auto resolved = ResolveFlexVolume(driver, KubeletOptionsJson(pv));
-  if (!resolved.ok()) return resolved.status();
-  return resolved->volume;
-}
-
 const DriverConfig* DriverOfPV(const BridgeConfig& config, const nlohmann::json& pv) {
   const std::string driver = JStr(JField(JField(pv, "spec"), "flexVolume"), "driver");
   return driver.empty() ? nullptr : config.FindDriver(driver);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/bridge_config.h"
+#include "bridge/volume_mapping.h"  // KubeletOptionsJson, CsiVolumeOfPV
 #include "common/status.h"
 #include "controller/provision_plan.h"
 #include "csi.pb.h"
@@ -25,13 +26,6 @@ StatusOr<nlohmann::json> BuildFlexVolumePV(const DriverConfig& driver, const Pro
                                            const csi::v1::Volume& volume,
                                            const nlohmann::json& claim,
                                            const std::string& provisioner);
-
-// The options kubelet passes to the FlexVolume driver for `pv` (flexVolume.options plus the
-// kubernetes.io/* keys kubelet adds), as the JSON text flexexec forwards to the bridge.
-std::string KubeletOptionsJson(const nlohmann::json& pv);
-
-// The CSI volume a FlexVolume PV of `driver` names, computed by the bridge's mapping.
-StatusOr<translator::CsiVolume> CsiVolumeOfPV(const DriverConfig& driver, const nlohmann::json& pv);
 
 // The driver config serving `pv` (spec.flexVolume.driver), or nullptr.
 const DriverConfig* DriverOfPV(const BridgeConfig& config, const nlohmann::json& pv);

@@ -50,6 +50,8 @@ class ProfileBridge:
             json.dump({"kubeletRoot": self.cluster.kubelet_root, "socket": self.socket,
                        "stateDatabase": os.path.join(self.dir, "state.db"),
                        "metricsAddress": "", "registerDrivers": False,
+                       "kubeconfig": self.cluster.kubeconfig,
+                       "nodeName": self.cluster.node_name,
                        "reconcileIntervalSeconds": 2, "unavailableRetrySeconds": 10,
                        "drivers": [self.entry]}, f, indent=2)
         self.start_bridge()

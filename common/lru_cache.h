@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace flexcsi::controller {
+namespace flexcsi {
 
 template <typename Value>
 class LruCache {
@@ -55,4 +55,4 @@ class LruCache {
   std::unordered_map<std::string, typename Entries::iterator> index_;
 };
 
-}  // namespace flexcsi::controller
+}  // namespace flexcsi

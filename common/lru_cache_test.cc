@@ -1,8 +1,8 @@
-#include "controller/lru_cache.h"
+#include "common/lru_cache.h"
 
 #include <gtest/gtest.h>
 
-namespace flexcsi::controller {
+namespace flexcsi {
 namespace {
 
 TEST(LruCacheTest, KeysOfObjectsThatComeAndGoStayWithinCapacity) {
@@ -40,4 +40,4 @@ TEST(LruCacheTest, PutOfARememberedKeyReplacesItsValue) {
 }
 
 }  // namespace
-}  // namespace flexcsi::controller
+}  // namespace flexcsi

@@ -64,10 +64,11 @@ Status PrepareStaging(BridgeContext& ctx, const FlexCall& call, const ResolvedCa
     // kubelet keys an attachable FlexVolume's device mount by its name alone, so pods whose
     // volumes merely share a name (an inline volume named like a PV, two namespaces' inline
     // volumes) reach the same staging.
-    if (r.csi_driver != spec->volume.driver || r.volume_id != spec->volume.volume_handle) {
+    if (Status same = RefuseAnotherVolume("its staging", r.csi_driver, r.volume_id,
+                                          spec->volume.driver, spec->volume.volume_handle);
+        !same.ok()) {
       return FailedPrecondition("another volume is staged under this name: volume " +
-                                options.volume_name + " is " + r.volume_id +
-                                " on this node, not " + spec->volume.volume_handle +
+                                options.volume_name + " on this node: " + same.message() +
                                 " (docs/security.md)");
     }
     FLEXCSI_RETURN_IF_ERROR(CheckStagingSource(r, resolved.identity.source));

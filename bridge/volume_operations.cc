@@ -131,10 +131,9 @@ Status StageVolume(BridgeContext& ctx, const StageSpec& spec, const NodeCapabili
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) {
     const StagingRecord& r = **existing;
-    if (r.volume_id != spec.volume.volume_handle || r.csi_driver != spec.volume.driver) {
-      return FailedPrecondition("staging path " + spec.staging_path + " already holds volume " +
-                                r.volume_id + " of " + r.csi_driver);
-    }
+    FLEXCSI_RETURN_IF_ERROR(RefuseAnotherVolume("staging path " + spec.staging_path, r.csi_driver,
+                                                r.volume_id, spec.volume.driver,
+                                                spec.volume.volume_handle));
     FLEXCSI_RETURN_IF_ERROR(CheckStagingSource(r, spec.source));
     const bool settled =
         r.phase == Phase::kDone && (!r.ExpectsMount() || IsMountPoint(spec.staging_path));
@@ -265,10 +264,9 @@ Status PublishVolume(BridgeContext& ctx, const PublishSpec& spec, const NodeCapa
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) {
     const PublicationRecord& r = **existing;
-    if (r.volume_id != spec.volume.volume_handle || r.csi_driver != spec.volume.driver) {
-      return FailedPrecondition("target " + spec.target_path + " already holds volume " +
-                                r.volume_id + " of " + r.csi_driver);
-    }
+    FLEXCSI_RETURN_IF_ERROR(RefuseAnotherVolume("target " + spec.target_path, r.csi_driver,
+                                                r.volume_id, spec.volume.driver,
+                                                spec.volume.volume_handle));
     if (r.phase == Phase::kDone && r.readonly == spec.readonly && IsMountPoint(spec.target_path)) {
       return Status::Ok();
     }

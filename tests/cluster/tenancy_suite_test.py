@@ -68,6 +68,7 @@ SPECS = {
 PLUGINS = None
 VOLUMES = {}   # (shape, name) -> csi-loopback volume id
 VICTIM_PV = {}  # the victim's claim (and pod) -> its PV's name
+AT_REST = ("rookidle", "retained")  # the victim's claims whose pods are deleted in the set-up
 SECRET_FILE = "/data/secret-file"
 DATA = [{"name": "data", "mountPath": "/data"}]
 
@@ -143,7 +144,17 @@ def setUpModule():
                 "fsName": "myfs", "clusterNamespace": "rook-ceph", "path": "/",
                 "mountUser": "victim", "mountSecret": "rook-key"}),
             *victim_pv("plain", "victim-plain", "plain", {"volumeID": volume("plain", "victim")}),
-            # the victim's data at rest: written by its pod, which is then deleted
+            # the victim's data at rest: written by its pod, which is then deleted; a retained
+            # volume's PV is deleted too (the admin keeps the data, as Retain is for)
+            *victim_pv("plain", "victim-retained", "retained",
+                       {"volumeID": volume("plain", "retained")}),
+            # a CSI PV of the plain driver's CSI driver (a PV migrated to CSI), never mounted
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "victim-csi"},
+             "spec": {"capacity": {"storage": "64Mi"}, "accessModes": ["ReadWriteOnce"],
+                      "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "tenancy",
+                      "claimRef": {"namespace": VICTIM, "name": "csi"},
+                      "csi": {"driver": PLUGINS.csi_driver("plain"), "fsType": "ext4",
+                              "volumeHandle": volume("plain", "csi")}}},
             *victim_pv("rook", rook_idle_pv, "rookidle", {
                 "fsName": "myfs", "clusterNamespace": "rook-ceph", "path": "/",
                 "mountUser": "victim", "mountSecret": "rook-key"}),
@@ -157,12 +168,18 @@ def setUpModule():
         apply(objects)
         for claim in VICTIM_PV:  # at once: apply made them all
             wait_pod_running(VICTIM, claim, 180)
-        wait_for("the victim's idle file written", lambda: exec_in(
-            VICTIM, "rookidle", "cat", SECRET_FILE, check=False).strip() == "victim-rookidle")
-        clustertest.CLUSTER.delete("pod", "rookidle", VICTIM)
-        wait_for("the victim's idle volume unstaged", lambda: not any(
-            rook_idle_pv in json.dumps(r) for r in PLUGINS.records()["stagings"])
-            and get("pod", "rookidle", VICTIM) is None, 120)
+        for claim in AT_REST:
+            wait_for("the victim's %s file written" % claim, lambda: exec_in(
+                VICTIM, claim, "cat", SECRET_FILE, check=False).strip() == "victim-" + claim)
+            clustertest.CLUSTER.delete("pod", claim, VICTIM)
+        for claim in AT_REST:
+            wait_for("the victim's %s pod gone" % claim,
+                     lambda: get("pod", claim, VICTIM) is None, 120)
+        clustertest.CLUSTER.delete("pvc", "retained", VICTIM)
+        clustertest.CLUSTER.delete("pv", "victim-retained")
+        wait_for("the victim's volumes at rest unstaged", lambda: not any(
+            VOLUMES[key] in json.dumps(PLUGINS.records()) for key in (
+                ("rook", "victim-idle"), ("plain", "retained"))), 120)
         clustertest.timed("set-up: cluster, bridge and the victim's four pods running",
                           time.monotonic() - began)
     except BaseException:
@@ -386,10 +403,30 @@ class TenancyTest(unittest.TestCase):
         self.attack("a6-alias", flex_inline("cephfsalias", options),
                     ["resolves to the volume handle of PV %s" % pv, DOCS])
 
+    # ----- 7. a CSI PV's handle ---------------------------------------------------------------
+
+    def test_7_inline_volume_id_is_a_victim_csi_pv_handle(self):
+        """fromOption rule, inline allowed: the attacker's volumeID is the handle of a CSI PV
+        of the rule's CSI driver (a victim's PV migrated to CSI)."""
+        handle = get("pv", "victim-csi")["spec"]["csi"]["volumeHandle"]
+        self.attack("a7-csi", flex_inline("plain", {"volumeID": handle}),
+                    ["resolves to the volume handle of PV victim-csi", DOCS])
+
+    # ----- 8. a retained volume whose PV is gone ----------------------------------------------
+
+    def test_8_inline_volume_id_of_a_retained_volume_without_pv(self):
+        """fromOption rule, inline allowed: the victim's PV (Retain) was deleted and its volume
+        kept with its data; the attacker's volumeID is its handle. No PV has the handle now, but
+        issue #46 asks that an inline volume never resolve to a handle a PV of the driver could
+        have (or the rule be refused for inline use): the volume id is the victim's own."""
+        self.attack("a8-retained", flex_inline("plain", {"volumeID": VOLUMES[("plain",
+                                                                              "retained")]}),
+                    [DOCS])
+
     # ----- after the attacks -------------------------------------------------------------------
 
     def test_9_victim_untouched_and_nothing_left(self):
-        running = [claim for claim in VICTIM_PV if claim != "rookidle"]
+        running = [claim for claim in VICTIM_PV if claim not in AT_REST]
         for claim in running:
             self.assertEqual(exec_in(VICTIM, claim, "cat", SECRET_FILE).strip(),
                              "victim-" + claim)

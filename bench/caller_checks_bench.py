@@ -5,8 +5,8 @@ them and 0.1.0's bridge, in one run on one machine (bench/README.md, "Caller che
 On the real v1.24 of tests/cluster (cluster_bench.py) it makes what a node's bridge would find
 in the API server for bridge_bench's phase 1: 64 FlexVolume PVs of flexcsi/loopback (fsType ext4,
 options {volumeID}, each pre-bound by claimRef to claim-<i> in namespace `bench`) and 256 pods
-(4 per claim) pinned to a Node object that no kubelet runs, so nothing starts them: only the
-objects matter. Then it runs bridge_bench --concurrency-only, interleaved round by round:
+(4 per claim) pinned to node-1, bridge_bench's node, of which only the Node object exists: no
+kubelet starts them, only the objects matter. Then it runs bridge_bench --concurrency-only, interleaved round by round:
 
   A  this tree's bridge with the checks (trustPodAuthors: false, the admin kubeconfig): every
      mount carries its pod's namespace, name and uid (kubelet's kubernetes.io/pod.* keys, the
@@ -47,7 +47,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..")
 DRIVER = "flexcsi/loopback"  # tests/kubelet/test_environment.h kTestDriver
 NAMESPACE = "bench"
-NODE = "bench-absent-node"
+# The pods' node: the node of bridge_bench's calls (test_environment.h kTestNode), where the
+# bridge looks for a pod that uses an attached or staged PV's claim. Only its Node object
+# exists: no kubelet runs the pods.
+NODE = "node-1"
 VOLUMES, PODS_PER_VOLUME = 64, 4  # bridge_bench.cc kVolumes, kPodsPerVolume
 BRIDGE_AGENT = '"userAgent":"flexcsi-bridge'
 TMPFS_OUT = "/var/tmp/caller-checks-bench"  # variant D's figures (its /tmp is a tmpfs)
@@ -90,7 +93,8 @@ def make_pods(c):
     apply(c.kubeconfig, [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         # A Node object, so that the pod garbage collector does not delete pods bound to a node
-        # that does not exist; the pods tolerate the taints its lifecycle controller puts on it.
+        # that does not exist; the pods tolerate the taints its lifecycle controller puts on it
+        # (NotReady, unreachable) for good.
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}])
     pods = []
     for p in range(PODS_PER_VOLUME):
@@ -158,6 +162,8 @@ def run_bench(args, variant, round_no, c, pods_file, work):
         argv += ["--kubeconfig", c.kubeconfig, "--pods", pods_file,
                  "--pv-prefix", "a%d-pv-bench-" % round_no, "--before-staging", hook]
     env = dict(os.environ)
+    if variant == "A":
+        env["NODE_NAME"] = NODE  # the bridge's node, as the DaemonSet gives it
     csi = os.path.join(bins, "csi-loopback") if variant == "E" else args.csi_loopback
     if csi:
         env["FLEXCSI_TEST_CSI_BINARY"] = csi

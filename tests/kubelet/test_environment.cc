@@ -232,7 +232,8 @@ TestEnvironment::~TestEnvironment() { Cleanup(); }
                                 {"defaultFsType", "ext4"}}}}}}};
   if (!options_.kubeconfig.empty()) {
     config["kubeconfig"] = options_.kubeconfig;
-    config["registerDrivers"] = false;  // kTestNode is csi-loopback's node id, no Node object
+    config["nodeName"] = kTestNode;     // whose pods may have a PV attached and staged here
+    config["registerDrivers"] = false;  // the drivers' registration is not what is tested
   }
   std::ofstream(bridge_config_) << config.dump(2) << "\n";  // JSON is YAML
 

@@ -126,7 +126,7 @@ Status CheckInlineVolume(BridgeContext& ctx, const DriverConfig& driver,
                          const FlexOptions& options, const CsiVolume& volume) {
   auto pvs = ctx.cluster->PersistentVolumes();
   if (!pvs.ok()) return pvs.status();
-  if (auto pv = PvWithVolumeHandle(**pvs, driver, volume.volume_handle)) {
+  if (auto pv = PvWithVolumeHandle(**pvs, ctx.config, driver, volume.volume_handle)) {
     return PermissionDenied("inline volume \"" + options.volume_name + "\" resolves to the " +
                             "volume handle of PV " + *pv + ": refused" + kSeeSecurityDoc);
   }
@@ -207,6 +207,7 @@ Status PodUsesClaim(const nlohmann::json& pod, const std::string& claim_namespac
 }
 
 std::optional<std::string> PvWithVolumeHandle(const std::vector<nlohmann::json>& pvs,
+                                              const BridgeConfig& config,
                                               const DriverConfig& driver,
                                               const std::string& handle) {
   for (const auto& pv : pvs) {
@@ -217,8 +218,9 @@ std::optional<std::string> PvWithVolumeHandle(const std::vector<nlohmann::json>&
         JStr(csi, "volumeHandle") == handle) {
       return name;
     }
-    if (JStr(JField(spec, "flexVolume"), "driver") != driver.flex_driver) continue;
-    auto volume = CsiVolumeOfPV(driver, pv);
+    const DriverConfig* entry = config.FindDriver(JStr(JField(spec, "flexVolume"), "driver"));
+    if (entry == nullptr || entry->CsiDriver() != driver.CsiDriver()) continue;
+    auto volume = CsiVolumeOfPV(*entry, pv);
     if (volume.ok() && volume->volume_handle == handle) return name;
   }
   return std::nullopt;

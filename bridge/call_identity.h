@@ -87,10 +87,12 @@ bool PvHoldsFlexVolume(const nlohmann::json& pv, const std::string& flex_driver,
 Status PodUsesClaim(const nlohmann::json& pod, const std::string& claim_namespace,
                     const std::string& claim_name, const std::string& pv_name);
 
-// The name of a PV in `pvs` whose volume is `handle` of the driver: a FlexVolume PV of
-// driver.flex_driver mapped through its rule, or a CSI PV of the rule's CSI driver. nullopt when
-// none is.
+// The name of a PV in `pvs` whose volume is `handle` of the CSI driver `driver` maps to: a
+// FlexVolume PV of any driver entry of `config` on that CSI driver (two profiles may serve one
+// CSI driver, rook-cephfs and cephfs), mapped through that entry's rule, or a CSI PV of the CSI
+// driver. nullopt when none is.
 std::optional<std::string> PvWithVolumeHandle(const std::vector<nlohmann::json>& pvs,
+                                              const BridgeConfig& config,
                                               const DriverConfig& driver,
                                               const std::string& handle);
 

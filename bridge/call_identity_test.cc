@@ -389,7 +389,7 @@ TEST_F(CallIdentityTest, RandomCallsAreNeverTakenForWhatTheyAreNot) {
       ASSERT_FALSE(pv_holds) << name << " " << options.dump();
       ASSERT_TRUE(config_.drivers.front().inline_volumes);
       auto all = cluster_.PersistentVolumes();
-      ASSERT_FALSE(PvWithVolumeHandle(**all, config_.drivers.front(),
+      ASSERT_FALSE(PvWithVolumeHandle(**all, config_, config_.drivers.front(),
                                       got->volume.volume_handle));
     }
   }
@@ -425,6 +425,30 @@ TEST(PvHoldsFlexVolumeTest, DriverAndEveryAuthorOptionMustMatch) {
   EXPECT_FALSE(PvHoldsFlexVolume(json{{"spec", {{"csi", json::object()}}}}, "acme/nfs", Map{}));
   EXPECT_EQ(AuthorOptions({{"kubernetes.io/pod.uid", "u"}, {"server", "s"}}),
             (Map{{"server", "s"}}));
+}
+
+TEST(PvWithVolumeHandleTest, PvsOfEveryEntryOnTheSameCsiDriverCount) {
+  // cephfs.yaml and rook-cephfs.yaml in front of one ceph-csi: a rook PV's handle is its name.
+  auto entry = [](const std::string& flex, json handle, bool inline_volumes) {
+    return json{{"flexDriver", flex},
+                {"csiEndpoint", "unix:///ceph.sock"},
+                {"inlineVolumes", inline_volumes},
+                {"rule", {{"csiDriver", "cephfs.csi.ceph.com"}, {"volumeHandle", handle}}}};
+  };
+  auto config = BridgeConfig::FromJson(
+      {{"drivers",
+        {entry("ceph.rook.io/rook", {{"template", "${kubernetes.io/pvOrVolumeName}"}}, false),
+         entry("flexcsi/cephfs", {{"fromOption", "volumeHandle"}}, true),
+         {{"flexDriver", "acme/other"},
+          {"csiEndpoint", "unix:///other.sock"},
+          {"rule", {{"csiDriver", "other.csi"}, {"volumeHandle", {{"fromOption", "id"}}}}}}}}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const std::vector<json> pvs = {FlexPv("pv-rook", "ceph.rook.io/rook", {{"path", "/"}}, "v", "c"),
+                                 FlexPv("pv-other", "acme/other", {{"id", "x"}}, "v", "c")};
+  const DriverConfig& cephfs = *config->FindDriver("flexcsi/cephfs");
+  EXPECT_EQ(PvWithVolumeHandle(pvs, *config, cephfs, "pv-rook"), "pv-rook");
+  EXPECT_EQ(PvWithVolumeHandle(pvs, *config, cephfs, "x"), std::nullopt);  // another CSI driver
+  EXPECT_EQ(PvWithVolumeHandle(pvs, *config, cephfs, "elsewhere"), std::nullopt);
 }
 
 TEST(CheckStagingSourceTest, APvsStagingIsNeverAnInlineVolumesNorTheOtherWayRound) {

@@ -10,6 +10,7 @@ drivers/profiles:
 | cephfs | cephfs.yaml's (Secret namespace from option nodeStageSecretNamespace) | no | default (off) |
 | cephfsinline | the same | no | inlineVolumes: true |
 | rook | rook-cephfs.yaml's (handle `${kubernetes.io/pvOrVolumeName}`, Secret from mountSecret) | no | default (off) |
+| cephfsalias | cephfs.yaml's, on rook's CSI driver and endpoint (both profiles, one ceph-csi) | no | inlineVolumes: true |
 | plain | volumeHandle fromOption volumeID | no | inlineVolumes: true |
 | attachable | the same | yes | inlineVolumes: true |
 
@@ -17,7 +18,9 @@ The profiles' rules are used whole (attributes and secrets: csi-loopback ignores
 context and the secrets it is given); their entries' endpoint, accessMode (ReadWriteOnce, which
 a node-local csi-loopback serves) and flexDriver (flexcsi/<shape>) are the harness's.
 
-The victim's four PVs are mounted by the victim's pods on the node before any attack. Each
+The victim's PVs are mounted by the victim's pods on the node before any attack; two are then
+left at rest (their pods deleted; one's PV deleted too, its volume retained), and a CSI PV of the
+plain driver's CSI driver is never mounted. Each
 attack is an attacker's pod whose inline FlexVolume tries to reach the victim's Secret or
 volume; each must end in a FailedMount event that says why (docs/security.md's messages), the
 pod never running, and no request of the bridge for anything in namespace `victim` while it

@@ -127,8 +127,9 @@ def audit_seconds(stamp):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
-def bridge_requests(c, start, end):
-    """The bridge's requests received between two wall-clock times: {"verb resource": n}."""
+def bridge_requests(c, start, end, timings=None):
+    """The bridge's requests received between two wall-clock times: {"verb resource code": n}.
+    `timings`, a list, gets (received, completed) of each, in seconds."""
     counts = collections.Counter()
     logs = os.path.dirname(c.audit_log)
     for name in sorted(os.listdir(logs)):
@@ -140,6 +141,9 @@ def bridge_requests(c, start, end):
                     continue
                 e = json.loads(line)
                 if start <= audit_seconds(e["requestReceivedTimestamp"]) <= end:
+                    if timings is not None and e.get("stageTimestamp"):
+                        timings.append((audit_seconds(e["requestReceivedTimestamp"]),
+                                        audit_seconds(e["stageTimestamp"])))
                     ref = e.get("objectRef", {})
                     counts["%s %s %s" % (e["verb"], ref.get("resource", "?"),
                                          e.get("responseStatus", {}).get("code", "?"))] += 1
@@ -184,7 +188,14 @@ def run_bench(args, variant, round_no, c, pods_file, work):
     if variant == "A":
         time.sleep(1.5)  # the audit log's last lines
         m, s = result["mount"], result["staging"]
-        result["requests_mount"] = bridge_requests(c, m["started_at"], m["ended_at"])
+        timings = []
+        result["requests_mount"] = bridge_requests(c, m["started_at"], m["ended_at"], timings)
+        if timings:
+            # How the requests spread over the burst, and the API server's time for each.
+            result["requests_mount_span_s"] = max(t[0] for t in timings) - min(
+                t[0] for t in timings)
+            result["requests_mount_server_ms"] = statistics.mean(
+                1e3 * (t[1] - t[0]) for t in timings)
         result["requests_staging"] = bridge_requests(c, s["started_at"], s["ended_at"])
         result["requests_unmount"] = bridge_requests(c, result["unmount"]["started_at"],
                                                      result["unmount"]["ended_at"])
@@ -228,6 +239,9 @@ def line(r):
         total = sum(r["requests_mount"].values())
         text += "\n      API requests in the mount burst: %d (%.2f per mount) %s; staging %s" % (
             total, total / n, dict(r["requests_mount"]), dict(r["requests_staging"]))
+        if "requests_mount_span_s" in r:
+            text += "\n      received over %.2f s of the %.2f s burst, API server time mean %.1f ms" % (
+                r["requests_mount_span_s"], m["wall_s"], r["requests_mount_server_ms"])
     return text
 
 

@@ -417,6 +417,12 @@ class TenancyTest(unittest.TestCase):
 
     # ----- 8. a retained volume whose PV is gone ----------------------------------------------
 
+    # Gets through (the attacker's pod reads the victim's file): docs/security.md "Risks that
+    # remain" accepts it for inlineVolumes: true since 97400e8 (the handle check knows only the
+    # handles PVs hold now; the storage's credentials are the boundary). Kept as an expected
+    # failure, so that the suite says so on every run and turns "unexpected success" the day the
+    # bridge refuses it.
+    @unittest.expectedFailure
     def test_8_inline_volume_id_of_a_retained_volume_without_pv(self):
         """fromOption rule, inline allowed: the victim's PV (Retain) was deleted and its volume
         kept with its data; the attacker's volumeID is its handle. No PV has the handle now, but

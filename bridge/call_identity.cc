@@ -29,6 +29,25 @@ Status CheckPathMatchesOptions(const KubeletPath& path, const DriverConfig& driv
   return Status::Ok();
 }
 
+// The pod a mount is for. A burst of mounts on a node is served by one list of the node's pods
+// (listed again at most once a second for a pod bound since), instead of a GET each; a bridge
+// of no node GETs the pod.
+StatusOr<std::optional<nlohmann::json>> MountingPod(ClusterObjects& cluster,
+                                                    const std::string& node_name,
+                                                    const FlexOptions& options,
+                                                    const std::string& uid) {
+  if (!node_name.empty()) {
+    for (bool fresh : {false, true}) {
+      auto pods = cluster.PodsOnNode(node_name, fresh);
+      if (!pods.ok()) return pods.status();
+      for (const auto& pod : **pods) {
+        if (JStr(JField(pod, "metadata"), "uid") == uid) return std::optional<nlohmann::json>(pod);
+      }
+    }
+  }
+  return cluster.Pod(options.pod_namespace, options.pod_name, uid);
+}
+
 // attach and mountdevice name no pod: the PV is attached to or staged on a node only for a pod
 // bound there that uses its claim, as the attach/detach controller attaches it for such a pod.
 Status SomePodOnNodeUsesClaim(ClusterObjects& cluster, const std::string& node_name,
@@ -73,7 +92,7 @@ StatusOr<CallIdentity> IdentifyPersistentVolume(ClusterObjects& cluster, const n
     return PermissionDenied("pod " + pod + " mounts PV " + identity.pv_name +
                             ", which is bound to no claim: refused" + kSeeSecurityDoc);
   }
-  auto found = cluster.Pod(options.pod_namespace, options.pod_name, identity.pod_uid);
+  auto found = MountingPod(cluster, context.node_name, options, identity.pod_uid);
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     return PermissionDenied("pod " + pod + " with uid " + identity.pod_uid +

@@ -58,8 +58,9 @@ struct CallContext {
   const KubeletPath* path = nullptr;
   // expandvolume and expandfs: kubelet grows only PVs, never inline volumes.
   bool persistent_volume_only = false;
-  // attach: the node the volume goes to (mountdevice: this bridge's node, from the context).
-  // A call that names no pod is a PV's only while a pod on that node uses the PV's claim.
+  // attach: the node the volume goes to; mountdevice and mount: this bridge's node (empty for a
+  // bridge of no node). A call that names no pod is a PV's only while a pod on that node uses
+  // the PV's claim; a mount finds its pod among that node's pods.
   std::string node_name;
 };
 

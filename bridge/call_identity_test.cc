@@ -128,7 +128,8 @@ class CallIdentityTest : public ::testing::Test {
 
   // kubelet's mount of volume `name` for pod namespace/pod (uid) with the author's options.
   StatusOr<ResolvedCall> Mount(const std::string& namespace_name, const std::string& pod,
-                               const std::string& uid, const std::string& name, json options) {
+                               const std::string& uid, const std::string& name, json options,
+                               const std::string& node = "") {
     options["kubernetes.io/pvOrVolumeName"] = name;
     options["kubernetes.io/pod.namespace"] = namespace_name;
     options["kubernetes.io/pod.name"] = pod;
@@ -140,6 +141,7 @@ class CallIdentityTest : public ::testing::Test {
     FlexCall call{config_.drivers.front(), "mount", {dir, options.dump()}, Deadline::In(kBudget)};
     CallContext context;
     context.path = &*path;
+    context.node_name = node;
     return ResolveCall(*ctx_, call, options.dump(), context);
   }
 
@@ -173,6 +175,21 @@ TEST_F(CallIdentityTest, PodThatUsesTheClaimMountsThePv) {
   EXPECT_EQ(got->identity.claim_namespace, "victim");
   EXPECT_EQ(got->identity.pod_uid, "uid-victim");
   EXPECT_EQ(got->volume.volume_handle, "vol-victim");
+}
+
+TEST_F(CallIdentityTest, AMountFindsItsPodAmongItsNodesPodsWithoutAGetOfItsOwn) {
+  auto got = Mount("victim", "app", "uid-victim", "pv-victim", {{"volumeID", "vol-victim"}},
+                   "node-1");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->identity.source, CallSource::kPersistentVolume);
+  EXPECT_EQ(cluster_.pod_reads, 0);
+  EXPECT_EQ(cluster_.node_lists, 1);
+  // A pod the node's list does not hold (a bridge whose nodeName is not kubelet's): its GET.
+  got = Mount("attacker", "evil", "uid-evil", "pv-victim", {{"volumeID", "vol-victim"}},
+              "node-1");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("does not use claim"), std::string::npos);
+  EXPECT_EQ(cluster_.pod_reads, 1);
 }
 
 TEST_F(CallIdentityTest, InlineVolumeWrittenLikeAnotherNamespacesPvIsRefused) {

@@ -108,19 +108,22 @@ KubeClusterObjects::PersistentVolumes() {
 
 StatusOr<std::shared_ptr<const std::vector<nlohmann::json>>> KubeClusterObjects::PodsOnNode(
     const std::string& node_name, bool fresh) {
-  const auto now = Clock::now();
-  if (!fresh) {
+  const Clock::duration max_age = fresh ? Clock::duration(kFreshList) : kListFreshness;
+  auto cached = [&]() -> std::shared_ptr<const std::vector<nlohmann::json>> {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (CachedList* cached = node_pods_.Find(node_name);
-        cached && now - cached->read_at < kListFreshness) {
-      return cached->items;
-    }
-  }
+    CachedList* entry = node_pods_.Find(node_name);
+    if (entry && Clock::now() - entry->read_at < max_age) return entry->items;
+    return nullptr;
+  };
+  if (auto items = cached()) return items;
   kube::ListOptions options;
   options.field_selector = "spec.nodeName=" + node_name;
   StatusOr<nlohmann::json> listed = Unavailable("");
+  const auto now = Clock::now();
   {
     std::lock_guard<std::mutex> lock(client_mu_);
+    // Mounts that missed together queue here: the first one's list serves the others.
+    if (auto items = cached()) return items;
     listed = client_->List(kube::ResourcePath::Core("pods"), options);
   }
   if (!listed.ok()) return listed.status().WithContext("listing the pods of node " + node_name);

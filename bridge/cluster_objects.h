@@ -37,8 +37,8 @@ class ClusterObjects {
                                                       const std::string& uid) = 0;
   // Every PV of the cluster.
   virtual StatusOr<std::shared_ptr<const std::vector<nlohmann::json>>> PersistentVolumes() = 0;
-  // The pods bound to node `node_name`; `fresh`: read now, not from the cache (a pod scheduled
-  // a moment ago).
+  // The pods bound to node `node_name`; `fresh`: read at most kFreshList ago (a pod bound a
+  // moment ago), which lets one list serve a burst of mounts.
   virtual StatusOr<std::shared_ptr<const std::vector<nlohmann::json>>> PodsOnNode(
       const std::string& node_name, bool fresh) = 0;
 };
@@ -47,6 +47,7 @@ class KubeClusterObjects : public ClusterObjects {
  public:
   static constexpr std::chrono::seconds kPvFreshness{5};
   static constexpr std::chrono::seconds kListFreshness{10};
+  static constexpr std::chrono::seconds kFreshList{1};
   static constexpr size_t kRememberedPods = 4096;
 
   explicit KubeClusterObjects(std::unique_ptr<kube::KubeClient> client);

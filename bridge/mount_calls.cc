@@ -177,6 +177,7 @@ Status Mount(BridgeContext& ctx, const FlexCall& call) {
   const std::string* target = &pod_volume_dir->path;
   CallContext context;
   context.path = &*pod_volume_dir;
+  context.node_name = ctx.node_name;
   auto resolved = ResolveCall(ctx, call, call.args[1], context);
   if (!resolved.ok()) return resolved.status();
   const FlexOptions& options = resolved->options;

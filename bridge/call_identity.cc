@@ -60,8 +60,7 @@ Status SomePodOnNodeUsesClaim(ClusterObjects& cluster, const std::string& node_n
     auto pods = cluster.PodsOnNode(node_name, fresh);
     if (!pods.ok()) return pods.status();
     for (const auto& pod : **pods) {
-      if (PodUsesClaim(pod, identity.claim_namespace, identity.claim_name, identity.pv_name)
-              .ok()) {
+      if (PodUsesClaim(pod, identity.claim_namespace, identity.claim_name, identity.pv_name).ok()) {
         return Status::Ok();
       }
     }
@@ -108,27 +107,29 @@ StatusOr<CallIdentity> IdentifyCall(BridgeContext& ctx, const DriverConfig& driv
                                     const FlexOptions& options, const CallContext& context) {
   if (ctx.config.trust_pod_authors) return CallIdentity{};
   if (ctx.cluster == nullptr) {
-    return FailedPrecondition("the bridge cannot tell a PV's call from an inline volume's: it "
-                              "has no cluster access; give it a kubeconfig, or set "
-                              "trustPodAuthors: true where only the admin creates pods" +
-                              std::string(kSeeSecurityDoc));
+    return FailedPrecondition(
+        "the bridge cannot tell a PV's call from an inline volume's: it "
+        "has no cluster access; give it a kubeconfig, or set "
+        "trustPodAuthors: true where only the admin creates pods" +
+        std::string(kSeeSecurityDoc));
   }
   auto pv = ctx.cluster->PersistentVolume(options.volume_name);
   if (!pv.ok()) return pv.status();
-  if (pv->has_value() &&
-      PvHoldsFlexVolume(**pv, driver.flex_driver, AuthorOptions(options.all))) {
+  if (pv->has_value() && PvHoldsFlexVolume(**pv, driver.flex_driver, AuthorOptions(options.all))) {
     return IdentifyPersistentVolume(*ctx.cluster, **pv, options, context);
   }
   if (context.persistent_volume_only) {
     return FailedPrecondition("volume " + options.volume_name + " is no FlexVolume PV of " +
-                              driver.flex_driver + " with these options: only a PV's volume "
-                              "is expanded" + kSeeSecurityDoc);
+                              driver.flex_driver +
+                              " with these options: only a PV's volume "
+                              "is expanded" +
+                              kSeeSecurityDoc);
   }
   if (!driver.inline_volumes) {
     return PermissionDenied("inline volumes of FlexVolume driver " + driver.flex_driver +
                             " are refused: set inlineVolumes: true in its driver entry of the "
-                            "bridge configuration to allow volume \"" + options.volume_name +
-                            "\"" + kSeeSecurityDoc);
+                            "bridge configuration to allow volume \"" +
+                            options.volume_name + "\"" + kSeeSecurityDoc);
   }
   CallIdentity identity;
   identity.source = CallSource::kInline;
@@ -141,8 +142,8 @@ StatusOr<CallIdentity> IdentifyCall(BridgeContext& ctx, const DriverConfig& driv
 
 // An inline volume may not be a PV's volume: the same storage, staged a second time for a pod
 // that may not use the PV's claim.
-Status CheckInlineVolume(BridgeContext& ctx, const DriverConfig& driver,
-                         const FlexOptions& options, const CsiVolume& volume) {
+Status CheckInlineVolume(BridgeContext& ctx, const DriverConfig& driver, const FlexOptions& options,
+                         const CsiVolume& volume) {
   auto pvs = ctx.cluster->PersistentVolumes();
   if (!pvs.ok()) return pvs.status();
   if (auto pv = PvWithVolumeHandle(**pvs, ctx.config, driver, volume.volume_handle)) {
@@ -156,9 +157,8 @@ Status CheckInlineVolume(BridgeContext& ctx, const DriverConfig& driver,
 // volume and the pod (kubelet's keys, never the author's options).
 Status Refused(const FlexCall& call, const FlexOptions& options, const Status& why) {
   if (why.code() == Code::kPermissionDenied) {
-    const std::string pod = options.pod_name.empty()
-                                ? ""
-                                : ", pod " + options.pod_namespace + "/" + options.pod_name;
+    const std::string pod =
+        options.pod_name.empty() ? "" : ", pod " + options.pod_namespace + "/" + options.pod_name;
     spdlog::warn("refused {} of volume {} (driver {}{}): {}", call.name, options.volume_name,
                  call.driver.flex_driver, pod, why.message());
   }
@@ -221,8 +221,8 @@ Status PodUsesClaim(const nlohmann::json& pod, const std::string& claim_namespac
     }
   }
   return PermissionDenied("pod " + pod_namespace + "/" + pod_name + " does not use claim " +
-                          claim_namespace + "/" + claim_name + " of PV " + pv_name +
-                          ": refused" + kSeeSecurityDoc);
+                          claim_namespace + "/" + claim_name + " of PV " + pv_name + ": refused" +
+                          kSeeSecurityDoc);
 }
 
 std::optional<std::string> PvWithVolumeHandle(const std::vector<nlohmann::json>& pvs,

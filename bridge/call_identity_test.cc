@@ -24,8 +24,8 @@ using nlohmann::json;
 class ObjectsInMemory : public ClusterObjects {
  public:
   std::map<std::string, json> pvs;
-  std::map<std::string, json> pods;  // by "namespace/name"
-  std::map<std::string, std::vector<std::string>> node_pods;  // node -> "namespace/name"
+  std::map<std::string, json> pods;                             // by "namespace/name"
+  std::map<std::string, std::vector<std::string>> node_pods;    // node -> "namespace/name"
   std::map<std::string, std::vector<std::string>> bound_later;  // seen only by a fresh list
   int pv_reads = 0;
   int node_lists = 0;
@@ -134,8 +134,7 @@ class CallIdentityTest : public ::testing::Test {
     options["kubernetes.io/pod.namespace"] = namespace_name;
     options["kubernetes.io/pod.name"] = pod;
     options["kubernetes.io/pod.uid"] = uid;
-    const std::string dir =
-        dir_ + "/kubelet/pods/" + uid + "/volumes/flexcsi~loopback/" + name;
+    const std::string dir = dir_ + "/kubelet/pods/" + uid + "/volumes/flexcsi~loopback/" + name;
     auto path = ParseKubeletPath(dir, config_.kubelet_root);
     if (!path.ok()) return path.status();
     FlexCall call{config_.drivers.front(), "mount", {dir, options.dump()}, Deadline::In(kBudget)};
@@ -149,8 +148,7 @@ class CallIdentityTest : public ::testing::Test {
   StatusOr<ResolvedCall> Attach(const std::string& name, json options,
                                 const std::string& node = "node-1") {
     options["kubernetes.io/pvOrVolumeName"] = name;
-    FlexCall call{config_.drivers.front(), "attach", {options.dump(), node},
-                  Deadline::In(kBudget)};
+    FlexCall call{config_.drivers.front(), "attach", {options.dump(), node}, Deadline::In(kBudget)};
     CallContext context;
     context.node_name = node;
     return ResolveCall(*ctx_, call, options.dump(), context);
@@ -178,15 +176,14 @@ TEST_F(CallIdentityTest, PodThatUsesTheClaimMountsThePv) {
 }
 
 TEST_F(CallIdentityTest, AMountFindsItsPodAmongItsNodesPodsWithoutAGetOfItsOwn) {
-  auto got = Mount("victim", "app", "uid-victim", "pv-victim", {{"volumeID", "vol-victim"}},
-                   "node-1");
+  auto got =
+      Mount("victim", "app", "uid-victim", "pv-victim", {{"volumeID", "vol-victim"}}, "node-1");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->identity.source, CallSource::kPersistentVolume);
   EXPECT_EQ(cluster_.pod_reads, 0);
   EXPECT_EQ(cluster_.node_lists, 1);
   // A pod the node's list does not hold (a bridge whose nodeName is not kubelet's): its GET.
-  got = Mount("attacker", "evil", "uid-evil", "pv-victim", {{"volumeID", "vol-victim"}},
-              "node-1");
+  got = Mount("attacker", "evil", "uid-evil", "pv-victim", {{"volumeID", "vol-victim"}}, "node-1");
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("does not use claim"), std::string::npos);
   EXPECT_EQ(cluster_.pod_reads, 1);
@@ -233,8 +230,7 @@ TEST_F(CallIdentityTest, AllowedInlineVolumeIsItsPodsAndMayNotBeAPvsVolume) {
   // The same volume after a migration: a CSI PV of the rule's driver.
   cluster_.pvs["pv-csi"] = {
       {"metadata", {{"name", "pv-csi"}}},
-      {"spec",
-       {{"csi", {{"driver", "loopback.csi.flexcsi.io"}, {"volumeHandle", "vol-moved"}}}}}};
+      {"spec", {{"csi", {{"driver", "loopback.csi.flexcsi.io"}, {"volumeHandle", "vol-moved"}}}}}};
   got = Mount("attacker", "evil", "uid-evil", "scratch", {{"volumeID", "vol-moved"}});
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("of PV pv-csi"), std::string::npos);
@@ -275,9 +271,9 @@ TEST_F(CallIdentityTest, APvIsAttachedOnlyToANodeWhereAPodUsesItsClaim) {
   auto got = Attach("pv-victim", {{"volumeID", "vol-victim"}}, "node-2");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), Code::kPermissionDenied);
-  EXPECT_NE(got.status().message().find(
-                "no pod on node node-2 uses claim victim/data of PV pv-victim"),
-            std::string::npos)
+  EXPECT_NE(
+      got.status().message().find("no pod on node node-2 uses claim victim/data of PV pv-victim"),
+      std::string::npos)
       << got.status().message();
   // A pod bound a moment ago: found by the fresh list after the cached one missed it.
   cluster_.bound_later["node-2"] = {"victim/app"};
@@ -406,8 +402,8 @@ TEST_F(CallIdentityTest, RandomCallsAreNeverTakenForWhatTheyAreNot) {
       ASSERT_FALSE(pv_holds) << name << " " << options.dump();
       ASSERT_TRUE(config_.drivers.front().inline_volumes);
       auto all = cluster_.PersistentVolumes();
-      ASSERT_FALSE(PvWithVolumeHandle(**all, config_, config_.drivers.front(),
-                                      got->volume.volume_handle));
+      ASSERT_FALSE(
+          PvWithVolumeHandle(**all, config_, config_.drivers.front(), got->volume.volume_handle));
     }
   }
   // Each outcome was reached, so the properties above were put to the test.
@@ -437,8 +433,8 @@ TEST(PvHoldsFlexVolumeTest, DriverAndEveryAuthorOptionMustMatch) {
   EXPECT_TRUE(PvHoldsFlexVolume(pv, "acme/nfs", Map{{"server", "s"}, {"share", "/a"}}));
   EXPECT_FALSE(PvHoldsFlexVolume(pv, "acme/other", Map{{"server", "s"}, {"share", "/a"}}));
   EXPECT_FALSE(PvHoldsFlexVolume(pv, "acme/nfs", Map{{"server", "s"}}));
-  EXPECT_FALSE(PvHoldsFlexVolume(pv, "acme/nfs",
-                                 Map{{"server", "s"}, {"share", "/a"}, {"extra", "x"}}));
+  EXPECT_FALSE(
+      PvHoldsFlexVolume(pv, "acme/nfs", Map{{"server", "s"}, {"share", "/a"}, {"extra", "x"}}));
   EXPECT_FALSE(PvHoldsFlexVolume(json{{"spec", {{"csi", json::object()}}}}, "acme/nfs", Map{}));
   EXPECT_EQ(AuthorOptions({{"kubernetes.io/pod.uid", "u"}, {"server", "s"}}),
             (Map{{"server", "s"}}));

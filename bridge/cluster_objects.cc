@@ -61,8 +61,8 @@ StatusOr<std::optional<nlohmann::json>> KubeClusterObjects::PersistentVolume(
 }
 
 StatusOr<std::optional<nlohmann::json>> KubeClusterObjects::Pod(const std::string& namespace_name,
-                                                               const std::string& name,
-                                                               const std::string& uid) {
+                                                                const std::string& name,
+                                                                const std::string& uid) {
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (nlohmann::json* cached = pods_.Find(uid)) return std::optional<nlohmann::json>(*cached);

@@ -76,11 +76,11 @@ class KubeClusterObjects : public ClusterObjects {
   std::mutex client_mu_;  // KubeClient calls are made one at a time
   std::unique_ptr<kube::KubeClient> client_;
   std::mutex cache_mu_;
-  LruCache<CachedPv> pvs_{kRememberedPods};       // guarded by cache_mu_
-  LruCache<nlohmann::json> pods_{kRememberedPods};  // by uid; guarded by cache_mu_
-  Clock::time_point list_read_at_;                   // guarded by cache_mu_
+  LruCache<CachedPv> pvs_{kRememberedPods};                  // guarded by cache_mu_
+  LruCache<nlohmann::json> pods_{kRememberedPods};           // by uid; guarded by cache_mu_
+  Clock::time_point list_read_at_;                           // guarded by cache_mu_
   std::shared_ptr<const std::vector<nlohmann::json>> list_;  // guarded by cache_mu_
-  LruCache<CachedList> node_pods_{64};              // by node name; guarded by cache_mu_
+  LruCache<CachedList> node_pods_{64};                       // by node name; guarded by cache_mu_
 };
 
 }  // namespace flexcsi

@@ -61,8 +61,8 @@ StatusOr<std::string> SecretReader::ClaimNamespaceOf(const std::string& pv_name)
 }
 
 StatusOr<std::string> RuleSecretNamespace(const translator::CsiVolume& volume,
-                                      const FlexOptions& options, const CallIdentity& identity,
-                                      SecretReader& reader) {
+                                          const FlexOptions& options,
+                                          const CallIdentity& identity, SecretReader& reader) {
   switch (identity.source) {
     case CallSource::kInline:
       if (identity.pod_namespace.empty()) {

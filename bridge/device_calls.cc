@@ -59,9 +59,16 @@ Status MountDevice(BridgeContext& ctx, const FlexCall& call) {
 }
 
 Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
-  auto staging_path = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
-  if (!staging_path.ok()) return staging_path.status();
-  auto found = ctx.store.GetStaging(*staging_path);
+  auto device_mount_path = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
+  if (!device_mount_path.ok()) return device_mount_path.status();
+  const std::string* staging_path = &device_mount_path->path;
+  // As in unmount: a staging recorded before 0.2.0 below a symlinked root keeps kubelet's path.
+  std::string key = *staging_path;
+  auto found = ctx.store.GetStaging(key);
+  if (found.ok() && !found->has_value() && device_mount_path->given_path != key) {
+    key = device_mount_path->given_path;
+    found = ctx.store.GetStaging(key);
+  }
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     // Like kubelet without vol_data.json (kubelet-csi.md §5.5): no volume of ours is there. A
@@ -72,7 +79,7 @@ Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
   }
   auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
   // Re-read under the lock: a concurrent call may have changed or removed it.
-  auto record = ctx.store.GetStaging(*staging_path);
+  auto record = ctx.store.GetStaging(key);
   if (!record.ok()) return record.status();
   if (!record->has_value()) return Status::Ok();
   Status unstaged = UnstageVolume(ctx, **record, call.deadline);

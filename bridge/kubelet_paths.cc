@@ -159,6 +159,7 @@ StatusOr<KubeletPath> ParseKubeletPath(const std::string& path, const std::strin
                            " below the kubelet root " + real_root + " (a symlink leads elsewhere)");
   }
   resolved->path = real;
+  resolved->given_path = normal;
   return *resolved;
 }
 

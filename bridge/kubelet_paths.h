@@ -21,6 +21,9 @@ struct KubeletPath {
   std::string pod_uid;      // kPodVolumeDir only
   std::string flex_driver;  // "vendor/driver" as the path names it ("~" and "flexvolume-" undone)
   std::string volume_name;  // last component: kubernetes.io/pvOrVolumeName
+  // The path as kubelet gave it, normalised but not resolved: the key of the records that
+  // bridges before 0.2.0 wrote, which differs from `path` only below a symlinked kubelet root.
+  std::string given_path;
 };
 
 // Parses `path` as one of the shapes above below `kubelet_root`. The path is normalised (no "//",

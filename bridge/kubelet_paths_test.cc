@@ -178,6 +178,8 @@ TEST(KubeletPathsTest, ReturnsTheResolvedPathWhenTheRootIsASymlink) {
   auto p = ParseKubeletPath(link + "/pods/u/volumes/a~b/v", link);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->path, real_root + "/pods/u/volumes/a~b/v");
+  // What kubelet gave, the key of records from before 0.2.0 (unmount and unmountdevice find them).
+  EXPECT_EQ(p->given_path, link + "/pods/u/volumes/a~b/v");
   auto d = CheckUnderKubeletRoot(link + "/plugins/kubernetes.io/flexvolume/a/b/mounts/v", link);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(*d, real_root + "/plugins/kubernetes.io/flexvolume/a/b/mounts/v");

@@ -215,9 +215,17 @@ Status Mount(BridgeContext& ctx, const FlexCall& call) {
 }
 
 Status Unmount(BridgeContext& ctx, const FlexCall& call) {
-  auto target = CheckUnderKubeletRoot(call.args[0], ctx.config.kubelet_root);
-  if (!target.ok()) return target.status();
-  auto found = ctx.store.GetPublication(*target);
+  auto pod_volume_dir = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
+  if (!pod_volume_dir.ok()) return pod_volume_dir.status();
+  const std::string* target = &pod_volume_dir->path;
+  // The record's key: the resolved path, or, for a publication made before 0.2.0 below a
+  // symlinked kubelet root, the path as kubelet gave it.
+  std::string key = *target;
+  auto found = ctx.store.GetPublication(key);
+  if (found.ok() && !found->has_value() && pod_volume_dir->given_path != key) {
+    key = pod_volume_dir->given_path;
+    found = ctx.store.GetPublication(key);
+  }
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     // kubelet calls unmount whenever the pod dir exists, mounted or not (flexvolume.md §2.11).
@@ -229,7 +237,7 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
     return Status::Ok();
   }
   auto guard = ctx.locks.Lock(VolumeLockKey((*found)->csi_driver, (*found)->volume_id));
-  auto record = ctx.store.GetPublication(*target);  // re-read under the lock
+  auto record = ctx.store.GetPublication(key);  // re-read under the lock
   if (!record.ok()) return record.status();
   if (!record->has_value()) return Status::Ok();
   const PublicationRecord publication = **record;

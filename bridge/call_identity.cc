@@ -29,21 +29,34 @@ Status CheckPathMatchesOptions(const KubeletPath& path, const DriverConfig& driv
   return Status::Ok();
 }
 
-// The pod a mount is for. A burst of mounts on a node is served by one list of the node's pods
-// (listed again at most once a second for a pod bound since), instead of a GET each; a bridge
-// of no node GETs the pod.
+// The first pod bound to `node_name` that `wanted` accepts: from the cached list, then, for a pod
+// bound a moment ago, from one listed at most a second ago (ClusterObjects::PodsOnNode), which
+// lets one list serve a burst of calls. nullopt when no pod there is wanted.
+template <typename Wanted>
+StatusOr<std::optional<nlohmann::json>> FindPodOnNode(ClusterObjects& cluster,
+                                                      const std::string& node_name,
+                                                      const Wanted& wanted) {
+  for (bool fresh : {false, true}) {
+    auto pods = cluster.PodsOnNode(node_name, fresh);
+    if (!pods.ok()) return pods.status();
+    for (const auto& pod : **pods) {
+      if (wanted(pod)) return std::optional<nlohmann::json>(pod);
+    }
+  }
+  return std::optional<nlohmann::json>();
+}
+
+// The pod a mount is for: among its node's pods instead of a GET each; a GET for a pod that
+// list lacks, and on a bridge of no node.
 StatusOr<std::optional<nlohmann::json>> MountingPod(ClusterObjects& cluster,
                                                     const std::string& node_name,
                                                     const FlexOptions& options,
                                                     const std::string& uid) {
   if (!node_name.empty()) {
-    for (bool fresh : {false, true}) {
-      auto pods = cluster.PodsOnNode(node_name, fresh);
-      if (!pods.ok()) return pods.status();
-      for (const auto& pod : **pods) {
-        if (JStr(JField(pod, "metadata"), "uid") == uid) return std::optional<nlohmann::json>(pod);
-      }
-    }
+    auto found = FindPodOnNode(cluster, node_name, [&](const nlohmann::json& pod) {
+      return JStr(JField(pod, "metadata"), "uid") == uid;
+    });
+    if (!found.ok() || found->has_value()) return found;
   }
   return cluster.Pod(options.pod_namespace, options.pod_name, uid);
 }
@@ -56,15 +69,11 @@ Status SomePodOnNodeUsesClaim(ClusterObjects& cluster, const std::string& node_n
     return PermissionDenied("PV " + identity.pv_name + " is bound to no claim: refused on node " +
                             node_name + kSeeSecurityDoc);
   }
-  for (bool fresh : {false, true}) {  // a pod bound a moment ago may not be cached yet
-    auto pods = cluster.PodsOnNode(node_name, fresh);
-    if (!pods.ok()) return pods.status();
-    for (const auto& pod : **pods) {
-      if (PodUsesClaim(pod, identity.claim_namespace, identity.claim_name, identity.pv_name).ok()) {
-        return Status::Ok();
-      }
-    }
-  }
+  auto found = FindPodOnNode(cluster, node_name, [&](const nlohmann::json& pod) {
+    return PodUsesClaim(pod, identity.claim_namespace, identity.claim_name, identity.pv_name).ok();
+  });
+  if (!found.ok()) return found.status();
+  if (found->has_value()) return Status::Ok();
   return PermissionDenied("no pod on node " + node_name + " uses claim " +
                           identity.claim_namespace + "/" + identity.claim_name + " of PV " +
                           identity.pv_name + ": refused" + kSeeSecurityDoc);

@@ -62,12 +62,12 @@ Status UnmountDevice(BridgeContext& ctx, const FlexCall& call) {
   auto device_mount_path = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
   if (!device_mount_path.ok()) return device_mount_path.status();
   const std::string* staging_path = &device_mount_path->path;
-  // As in unmount: a staging recorded before 0.2.0 below a symlinked root keeps kubelet's path.
-  std::string key = *staging_path;
-  auto found = ctx.store.GetStaging(key);
-  if (found.ok() && !found->has_value() && device_mount_path->given_path != key) {
-    key = device_mount_path->given_path;
+  std::string key;
+  StatusOr<std::optional<StagingRecord>> found = std::optional<StagingRecord>();
+  for (const std::string& candidate : RecordKeysOf(*device_mount_path)) {
+    key = candidate;
     found = ctx.store.GetStaging(key);
+    if (!found.ok() || found->has_value()) break;
   }
   if (!found.ok()) return found.status();
   if (!found->has_value()) {

@@ -115,6 +115,11 @@ Status NotAKubeletPath(const std::string& path, const std::string& root) {
 
 }  // namespace
 
+std::vector<std::string> RecordKeysOf(const KubeletPath& path) {
+  if (path.given_path.empty() || path.given_path == path.path) return {path.path};
+  return {path.path, path.given_path};
+}
+
 StatusOr<KubeletPath> ParseKubeletPath(const std::string& path, const std::string& kubelet_root) {
   if (kubelet_root.empty()) {
     return FailedPrecondition(

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -33,6 +34,10 @@ struct KubeletPath {
 // root, another shape, a symlink out or to another place: the bridge runs as root and mounts
 // nowhere else); FAILED_PRECONDITION for an empty root (kubeletRoot: none).
 StatusOr<KubeletPath> ParseKubeletPath(const std::string& path, const std::string& kubelet_root);
+
+// The keys a record at `path` may have, in the order to look: the resolved path, then the path
+// as kubelet gave it when that differs (a record from before 0.2.0 below a symlinked root).
+std::vector<std::string> RecordKeysOf(const KubeletPath& path);
 
 // ParseKubeletPath(path, kubelet_root)->path: the normalised, symlink-resolved path when it has
 // one of kubelet's shapes; the same errors.

@@ -180,6 +180,12 @@ TEST(KubeletPathsTest, ReturnsTheResolvedPathWhenTheRootIsASymlink) {
   EXPECT_EQ(p->path, real_root + "/pods/u/volumes/a~b/v");
   // What kubelet gave, the key of records from before 0.2.0 (unmount and unmountdevice find them).
   EXPECT_EQ(p->given_path, link + "/pods/u/volumes/a~b/v");
+  EXPECT_EQ(RecordKeysOf(*p),
+            (std::vector<std::string>{real_root + "/pods/u/volumes/a~b/v",
+                                      link + "/pods/u/volumes/a~b/v"}));
+  auto direct = ParseKubeletPath(real_root + "/pods/u/volumes/a~b/v", real_root);
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  EXPECT_EQ(RecordKeysOf(*direct), std::vector<std::string>{real_root + "/pods/u/volumes/a~b/v"});
   auto d = CheckUnderKubeletRoot(link + "/plugins/kubernetes.io/flexvolume/a/b/mounts/v", link);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(*d, real_root + "/plugins/kubernetes.io/flexvolume/a/b/mounts/v");

@@ -218,13 +218,12 @@ Status Unmount(BridgeContext& ctx, const FlexCall& call) {
   auto pod_volume_dir = ParseKubeletPath(call.args[0], ctx.config.kubelet_root);
   if (!pod_volume_dir.ok()) return pod_volume_dir.status();
   const std::string* target = &pod_volume_dir->path;
-  // The record's key: the resolved path, or, for a publication made before 0.2.0 below a
-  // symlinked kubelet root, the path as kubelet gave it.
-  std::string key = *target;
-  auto found = ctx.store.GetPublication(key);
-  if (found.ok() && !found->has_value() && pod_volume_dir->given_path != key) {
-    key = pod_volume_dir->given_path;
+  std::string key;
+  StatusOr<std::optional<PublicationRecord>> found = std::optional<PublicationRecord>();
+  for (const std::string& candidate : RecordKeysOf(*pod_volume_dir)) {
+    key = candidate;
     found = ctx.store.GetPublication(key);
+    if (!found.ok() || found->has_value()) break;
   }
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
